@@ -1,0 +1,34 @@
+# `make build` and `make test` each do their own set-up on a fresh Debian/Ubuntu machine.
+BIN := .venv/bin
+STAMP := .venv/.installed
+
+.PHONY: build test lint bench golden clean
+
+$(STAMP): pyproject.toml
+	tools/setup.sh venv
+	touch $@
+
+build: $(STAMP)
+	$(BIN)/echomq-scripts build
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: $(STAMP)
+	tools/setup.sh redis
+	$(MAKE) lint
+	$(BIN)/echomq-scripts build --check
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	tools/setup.sh redis
+	$(BIN)/python bench/run.py
+
+# Rewrite the expected findings of tests/fixtures after a deliberate change; review the diff.
+golden: $(STAMP)
+	$(BIN)/python tests/regen_golden.py
+
+clean:
+	rm -rf build .venv .mypy_cache .ruff_cache .pytest_cache

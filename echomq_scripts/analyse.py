@@ -1,0 +1,524 @@
+"""Static analysis of one resolved script: what it reads, writes and returns.
+
+The result, `Facts`, depends only on the resolved text, so it is cached by content hash; the
+checks that also need the header, the filename and the line map (`checks.py`) run on every build.
+Positions here are 0-based rows of the resolved script and 0-based byte columns, as tree-sitter
+gives them; `checks.py` maps them back into source files.
+
+The walk keeps Lua's scoping rules: a `local` statement's values are evaluated before its names
+exist, a `local function` is visible in its own body, `repeat ... until` sees the body's locals,
+and a method body has an implicit `self`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .redis_lua import GLOBALS, LIBRARY_FIELDS, MISSING_GLOBALS
+from .syntax import check_syntax
+
+Position = tuple[int, int]  # (row, byte column), both 0-based
+
+
+@dataclass
+class Finding:
+    """A problem the code shows by itself, before the header is consulted."""
+
+    row: int
+    col: int
+    code: str
+    message: str
+    # Row of the other declaration a shadowing warning refers to.
+    related_row: int | None = None
+    # Set for locals declared at the top level of the chunk, which an include may own.
+    top_level: bool = False
+
+
+@dataclass
+class TableUse:
+    """How a script uses KEYS or ARGV, including through aliases and function parameters."""
+
+    literal: list[tuple[int, int, int]] = field(default_factory=list)  # (index, row, col)
+    dynamic: list[Position] = field(default_factory=list)  # t[expr], expr not an integer literal
+    whole: list[Position] = field(default_factory=list)  # unpack(t), ipairs(t), t escapes
+
+
+@dataclass
+class TopDecl:
+    """A local declared at the top level of the chunk, and the rows that read it."""
+
+    name: str
+    row: int
+    col: int
+    read_rows: list[int]
+
+
+@dataclass
+class Facts:
+    syntax: tuple[int, int, str] | None = None
+    findings: list[Finding] = field(default_factory=list)
+    keys: TableUse = field(default_factory=TableUse)
+    argv: TableUse = field(default_factory=TableUse)
+    returned_codes: list[tuple[int, int, int]] = field(default_factory=list)  # (code, row, col)
+    top_decls: list[TopDecl] = field(default_factory=list)
+    top_statement_rows: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Facts:
+        def use(raw: dict[str, Any]) -> TableUse:
+            return TableUse(
+                [tuple(x) for x in raw["literal"]],
+                [tuple(x) for x in raw["dynamic"]],
+                [tuple(x) for x in raw["whole"]],
+            )
+
+        return cls(
+            syntax=tuple(data["syntax"]) if data["syntax"] else None,
+            findings=[Finding(**f) for f in data["findings"]],
+            keys=use(data["keys"]),
+            argv=use(data["argv"]),
+            returned_codes=[tuple(x) for x in data["returned_codes"]],
+            top_decls=[TopDecl(**d) for d in data["top_decls"]],
+            top_statement_rows=list(data["top_statement_rows"]),
+        )
+
+
+def analyse(text: str) -> Facts:
+    """Compile `text` with Lua 5.1 and, when it compiles, walk its syntax tree."""
+    problem = check_syntax(text)
+    if problem is not None:
+        return Facts(syntax=(problem.row, problem.col, problem.message))
+    return _Walker(text).run()
+
+
+_parser: Any = None
+
+
+def _parse(text: bytes) -> Any:
+    # tree-sitter is loaded on first use, so a build served from the cache never imports it.
+    global _parser
+    if _parser is None:
+        import tree_sitter
+        import tree_sitter_lua
+
+        _parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_lua.language()))
+    return _parser.parse(text)
+
+
+class _Binding:
+    """One declared local: a variable, a parameter, a loop variable or a local function."""
+
+    __slots__ = ("col", "depth", "func", "kind", "name", "reads", "row", "values")
+
+    def __init__(self, name: str, node: Any, kind: str, depth: int) -> None:
+        self.name = name
+        self.row: int = node.start_point.row
+        self.col: int = node.start_point.column
+        self.kind = kind  # "local", "param", "loop" or "function"
+        self.depth = depth  # 0 for the chunk's own top level
+        self.reads: list[Any] = []
+        self.values: list[Any] = []  # expressions assigned to it, for alias tracking
+        self.func: Any = None  # the function node, when the binding holds a local function
+
+
+class _Scope:
+    __slots__ = ("depth", "names", "parent")
+
+    def __init__(self, parent: _Scope | None) -> None:
+        self.parent = parent
+        self.depth: int = 0 if parent is None else parent.depth + 1
+        self.names: dict[str, _Binding] = {}
+
+    def lookup(self, name: str) -> _Binding | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            found = scope.names.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+
+_SKIP = frozenset({"comment", "string", "number", "nil", "true", "false", "vararg_expression"})
+
+
+class _Walker:
+    def __init__(self, text: str) -> None:
+        self.tree = _parse(text.encode("utf-8"))
+        self.facts = Facts()
+        self.bindings: list[_Binding] = []
+        self.resolved: dict[
+            int, _Binding | None
+        ] = {}  # identifier node id -> binding (None: global)
+        self.global_reads: list[Any] = []
+        self.params: dict[int, list[_Binding]] = {}  # function node id -> its parameters
+        self.calls: list[Any] = []
+
+    def run(self) -> Facts:
+        root = self.tree.root_node
+        scope = _Scope(None)
+        for child in root.named_children:
+            if child.type not in ("comment", "hash_bang_line", "variable_declaration") and not (
+                child.type == "function_declaration" and _is_local(child)
+            ):
+                self.facts.top_statement_rows.append(child.start_point.row)
+            self.visit(child, scope)
+        self.report_locals()
+        self.facts.keys = self.table_use("KEYS")
+        self.facts.argv = self.table_use("ARGV")
+        return self.facts
+
+    # -- the walk ---------------------------------------------------------------------------
+
+    def visit(self, node: Any, scope: _Scope) -> None:
+        kind = node.type
+        if kind in _SKIP:
+            return
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, node, scope)
+        else:
+            for child in node.named_children:
+                self.visit(child, scope)
+
+    def declare(self, node: Any, scope: _Scope, kind: str) -> _Binding:
+        name = node.text.decode("utf-8")
+        hidden = scope.lookup(name)
+        if hidden is not None and name != "_" and name != "self":
+            self.finding(
+                node,
+                "shadowed-local",
+                f"local '{name}' shadows the one declared",
+                related_row=hidden.row,
+            )
+        binding = _Binding(name, node, kind, scope.depth)
+        scope.names[name] = binding
+        self.bindings.append(binding)
+        return binding
+
+    def finding(self, node: Any, code: str, message: str, related_row: int | None = None) -> None:
+        point = node.start_point
+        self.facts.findings.append(Finding(point.row, point.column, code, message, related_row))
+
+    def v_identifier(self, node: Any, scope: _Scope) -> None:
+        name = node.text.decode("utf-8")
+        binding = scope.lookup(name)
+        self.resolved[node.id] = binding
+        if binding is not None:
+            binding.reads.append(node)
+            return
+        self.global_reads.append(node)
+        if name not in GLOBALS:
+            reason = MISSING_GLOBALS.get(name, "Redis's Lua does not provide it")
+            self.finding(node, "undefined-global", f"read of undefined global '{name}': {reason}")
+
+    def v_block(self, node: Any, scope: _Scope) -> None:
+        inner = _Scope(scope)
+        for child in node.named_children:
+            self.visit(child, inner)
+
+    def v_variable_declaration(self, node: Any, scope: _Scope) -> None:
+        target = node.named_children[-1]
+        if target.type == "assignment_statement":
+            names = _child_of_type(target, "variable_list")
+            values = _expressions(_child_of_type(target, "expression_list"))
+            for value in values:
+                self.visit(value, scope)
+        else:
+            names, values = target, []
+        for index, name in enumerate(_names(names)):
+            binding = self.declare(name, scope, "local")
+            if index < len(values):
+                binding.values.append(values[index])
+                if values[index].type == "function_definition":
+                    binding.func = values[index]
+
+    def v_function_declaration(self, node: Any, scope: _Scope) -> None:
+        name = node.child_by_field_name("name")
+        if _is_local(node):
+            binding = self.declare(name, scope, "function")
+            binding.func = node
+            self.function_body(node, scope, method=False)
+            return
+        if name.type == "identifier":
+            existing = scope.lookup(name.text.decode("utf-8"))
+            self.resolved[name.id] = existing
+            if existing is None:
+                self.finding(
+                    name,
+                    "global-function",
+                    f"global function '{name.text.decode('utf-8')}': Redis refuses to create"
+                    " globals; declare it 'local function'",
+                )
+        else:
+            self.visit(name, scope)
+        self.function_body(node, scope, method=name.type == "method_index_expression")
+
+    def v_function_definition(self, node: Any, scope: _Scope) -> None:
+        self.function_body(node, scope, method=False)
+
+    def function_body(self, node: Any, scope: _Scope, method: bool) -> None:
+        inner = _Scope(scope)
+        params: list[_Binding] = []
+        if method:
+            params.append(_Binding("self", node, "param", inner.depth))
+            inner.names["self"] = params[0]
+        parameters = node.child_by_field_name("parameters")
+        if parameters is not None:
+            for param in parameters.named_children:
+                if param.type == "identifier":
+                    params.append(self.declare(param, inner, "param"))
+        self.params[node.id] = params
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.visit(body, inner)
+
+    def v_for_statement(self, node: Any, scope: _Scope) -> None:
+        clause = node.child_by_field_name("clause")
+        inner = _Scope(scope)
+        if clause.type == "for_numeric_clause":
+            for part in ("start", "end", "step"):
+                expression = clause.child_by_field_name(part)
+                if expression is not None:
+                    self.visit(expression, scope)
+            self.declare(clause.child_by_field_name("name"), inner, "loop")
+        else:
+            for expression in _expressions(_child_of_type(clause, "expression_list")):
+                self.visit(expression, scope)
+            for name in _names(_child_of_type(clause, "variable_list")):
+                self.declare(name, inner, "loop")
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.visit(body, inner)
+
+    def v_repeat_statement(self, node: Any, scope: _Scope) -> None:
+        # The condition is inside the body's scope: `repeat local done = f() until done`.
+        inner = _Scope(scope)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            for child in body.named_children:
+                self.visit(child, inner)
+        self.visit(node.child_by_field_name("condition"), inner)
+
+    def v_assignment_statement(self, node: Any, scope: _Scope) -> None:
+        values = _expressions(_child_of_type(node, "expression_list"))
+        for value in values:
+            self.visit(value, scope)
+        for index, target in enumerate(_expressions(_child_of_type(node, "variable_list"))):
+            if target.type != "identifier":
+                self.visit(target, scope)
+                continue
+            name = target.text.decode("utf-8")
+            binding = scope.lookup(name)
+            self.resolved[target.id] = binding
+            if binding is None:
+                self.finding(
+                    target,
+                    "global-assign",
+                    f"assignment to global '{name}': Redis refuses to create or change globals;"
+                    " declare it 'local'",
+                )
+            elif index < len(values):
+                binding.values.append(values[index])
+
+    def v_dot_index_expression(self, node: Any, scope: _Scope) -> None:
+        table = node.child_by_field_name("table")
+        self.visit(table, scope)
+        if table.type == "identifier" and self.resolved.get(table.id, 0) is None:
+            library = table.text.decode("utf-8")
+            fields = LIBRARY_FIELDS.get(library)
+            name = node.child_by_field_name("field").text.decode("utf-8")
+            if fields is not None and name not in fields:
+                self.finding(
+                    node.child_by_field_name("field"),
+                    "undefined-field",
+                    f"'{library}.{name}' does not exist in Redis's Lua",
+                )
+
+    def v_method_index_expression(self, node: Any, scope: _Scope) -> None:
+        self.visit(node.child_by_field_name("table"), scope)
+
+    def v_field(self, node: Any, scope: _Scope) -> None:
+        # `{name = v}` names a field; only `{[expr] = v}` evaluates its key.
+        name = node.child_by_field_name("name")
+        if name is not None and node.children[0].type == "[":
+            self.visit(name, scope)
+        value = node.child_by_field_name("value")
+        if value is not None:
+            self.visit(value, scope)
+
+    def v_function_call(self, node: Any, scope: _Scope) -> None:
+        self.calls.append(node)
+        for child in node.named_children:
+            self.visit(child, scope)
+
+    def v_return_statement(self, node: Any, scope: _Scope) -> None:
+        for expression in _expressions(_child_of_type(node, "expression_list")):
+            code = _negative_literal(expression)
+            if code is not None:
+                point = expression.start_point
+                self.facts.returned_codes.append((code, point.row, point.column))
+            self.visit(expression, scope)
+
+    def v_ignore(self, node: Any, scope: _Scope) -> None:
+        """Labels and gotos (refused by the syntax gate anyway) read no variables."""
+
+    # -- after the walk ---------------------------------------------------------------------
+
+    def report_locals(self) -> None:
+        for binding in self.bindings:
+            if binding.depth == 0:
+                self.facts.top_decls.append(
+                    TopDecl(
+                        binding.name,
+                        binding.row,
+                        binding.col,
+                        sorted({n.start_point.row for n in binding.reads}),
+                    )
+                )
+            if binding.reads or binding.kind == "param" or binding.name.startswith("_"):
+                continue
+            self.facts.findings.append(
+                Finding(
+                    binding.row,
+                    binding.col,
+                    "unused-local",
+                    f"{'function' if binding.kind == 'function' else 'local'} '{binding.name}'"
+                    " is never read",
+                    top_level=binding.depth == 0,
+                )
+            )
+
+    def table_use(self, table: str) -> TableUse:
+        """Follow KEYS (or ARGV) through locals and local-function parameters to its uses."""
+        aliases: set[int] = set()
+
+        def is_table(node: Any) -> bool:
+            while node.type == "parenthesized_expression":
+                node = node.named_children[0]
+            if node.type != "identifier" or node.id not in self.resolved:
+                return False
+            binding = self.resolved[node.id]
+            if binding is None:
+                return bool(node.text == table.encode())
+            return id(binding) in aliases
+
+        changed = True
+        while changed:
+            changed = False
+            for binding in self.bindings:
+                if id(binding) not in aliases and any(is_table(v) for v in binding.values):
+                    aliases.add(id(binding))
+                    changed = True
+            for call in self.calls:
+                params = self.local_function_params(call)
+                if params is None:
+                    continue
+                for index, argument in enumerate(_call_arguments(call)):
+                    param = params[index] if index < len(params) else None
+                    if param is not None and id(param) not in aliases and is_table(argument):
+                        aliases.add(id(param))
+                        changed = True
+
+        use = TableUse()
+        readers = [n for b in self.bindings if id(b) in aliases for n in b.reads]
+        if table in GLOBALS:
+            readers += [n for n in self.global_reads if n.text == table.encode()]
+        for node in sorted(readers, key=lambda n: (n.start_point.row, n.start_point.column)):
+            self.classify(node, use)
+        return use
+
+    def classify(self, node: Any, use: TableUse) -> None:
+        parent = node.parent
+        point = node.start_point
+        if (
+            parent.type == "bracket_index_expression"
+            and parent.child_by_field_name("table") == node
+        ):
+            index = _integer_literal(parent.child_by_field_name("field"))
+            if index is None:
+                use.dynamic.append((point.row, point.column))
+            else:
+                use.literal.append((index, point.row, point.column))
+            return
+        if parent.type == "unary_expression" and parent.children[0].type == "#":
+            return
+        if parent.type == "expression_list" and parent.parent.type == "assignment_statement":
+            # `local k = KEYS` (or `k = KEYS` for a local k) is followed through k itself.
+            position = _expressions(parent).index(node)
+            targets = _expressions(_child_of_type(parent.parent, "variable_list"))
+            if position < len(targets) and self.resolved.get(targets[position].id) is not None:
+                return
+        if parent.type == "arguments":
+            params = self.local_function_params(parent.parent)
+            if params is not None and _call_arguments(parent.parent).index(node) < len(params):
+                return
+        use.whole.append((point.row, point.column))
+
+    def local_function_params(self, call: Any) -> list[_Binding] | None:
+        callee = call.child_by_field_name("name")
+        if callee is None or callee.type != "identifier":
+            return None
+        binding = self.resolved.get(callee.id)
+        if binding is None or binding.func is None:
+            return None
+        return self.params.get(binding.func.id)
+
+
+_HANDLERS = {
+    name[2:]: method
+    for name, method in vars(_Walker).items()
+    if name.startswith("v_") and name != "v_ignore"
+}
+_HANDLERS["goto_statement"] = _Walker.v_ignore
+_HANDLERS["label_statement"] = _Walker.v_ignore
+
+
+def _is_local(node: Any) -> bool:
+    return bool(node.children and node.children[0].type == "local")
+
+
+def _child_of_type(node: Any, kind: str) -> Any:
+    for child in node.named_children:
+        if child.type == kind:
+            return child
+    return None
+
+
+def _expressions(node: Any) -> list[Any]:
+    if node is None:
+        return []
+    return [c for c in node.named_children if c.type != "comment"]
+
+
+def _names(variable_list: Any) -> list[Any]:
+    return [c for c in variable_list.named_children if c.type == "identifier"]
+
+
+def _call_arguments(call: Any) -> list[Any]:
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None:
+        return []
+    return _expressions(arguments)
+
+
+def _integer_literal(node: Any) -> int | None:
+    if node is None or node.type != "number":
+        return None
+    text = node.text.decode("utf-8")
+    try:
+        value = float(int(text, 16)) if text.lower().startswith("0x") else float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else None
+
+
+def _negative_literal(node: Any) -> int | None:
+    if node.type != "unary_expression" or node.children[0].type != "-":
+        return None
+    value = _integer_literal(node.child_by_field_name("operand"))
+    return None if value is None else -value

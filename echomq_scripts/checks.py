@@ -1,0 +1,267 @@
+"""The checks that join a script's code facts with its header, its filename and its line map.
+
+`analyse.py` says what the code does; this module says whether that agrees with what the script
+declares, and places every finding in the source file and line it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .analyse import Facts, TableUse
+from .codes import ERROR_CODES
+from .diagnostics import Diagnostic, Severity
+from .header import Header, Slot
+from .resolve import ResolvedScript
+
+ERROR = Severity.ERROR
+WARNING = Severity.WARNING
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    require_header: bool
+
+
+class _Reporter:
+    """Collects findings for one script, mapping resolved positions to source positions."""
+
+    def __init__(self, script: ResolvedScript) -> None:
+        self.script = script
+        self.out: list[Diagnostic] = []
+
+    def at(self, row: int, col: int, severity: Severity, code: str, message: str) -> None:
+        index, line = self.script.origins[row]
+        source = self.script.files[index]
+        text = source.lines[line - 1].encode("utf-8")
+        # tree-sitter counts bytes; people (and editors) count characters.
+        char_col = len(text[:col].decode("utf-8", "ignore")) + 1
+        self.out.append(Diagnostic(source.path, line, char_col, severity, code, message))
+
+    def in_script(self, line: int, col: int, severity: Severity, code: str, message: str) -> None:
+        self.out.append(Diagnostic(self.script.entry.path, line, col, severity, code, message))
+
+    def place(self, row: int) -> str:
+        path, line = self.script.origin(row)
+        return f"{path}:{line}"
+
+
+def check_script(
+    script: ResolvedScript,
+    header: Header | None,
+    facts: Facts,
+    options: CheckOptions,
+    header_unreadable: bool = False,
+) -> list[Diagnostic]:
+    """Every finding about one resolved script, in source coordinates.
+
+    With `header_unreadable` (its problems are reported elsewhere) the code is checked on its
+    own: judging it against a half-read header would only add noise.
+    """
+    report = _Reporter(script)
+    if facts.syntax is not None:
+        row, col, message = facts.syntax
+        report.at(row, col, ERROR, "syntax", message)
+        return report.out
+    _code_findings(report, facts)
+    if header_unreadable:
+        pass
+    elif header is None:
+        report.in_script(
+            1,
+            1,
+            ERROR if options.require_header else WARNING,
+            "header-missing",
+            f"script has no header: its {script.entry.num_keys} keys are named by position"
+            " (see docs/authoring.md)",
+        )
+        _check_keys_without_header(report, facts.keys, script.entry.num_keys)
+    else:
+        _check_keys(report, header, facts.keys, script.entry.num_keys)
+        _check_argv(report, header, facts.argv)
+        _check_codes(report, header, facts)
+    _check_includes(report, facts)
+    return report.out
+
+
+def _code_findings(report: _Reporter, facts: Facts) -> None:
+    script_path = report.script.entry.path
+    for finding in facts.findings:
+        severity = WARNING if finding.code in ("unused-local", "shadowed-local") else ERROR
+        # An include's top-level helpers are judged as a whole, by include-unused.
+        in_include = report.script.origin(finding.row)[0] != script_path
+        if finding.code == "unused-local" and finding.top_level and in_include:
+            continue
+        message = finding.message
+        if finding.related_row is not None:
+            message += f" at {report.place(finding.related_row)}"
+        report.at(finding.row, finding.col, severity, finding.code, message)
+
+
+def _slot_col(report: _Reporter, slot: Slot) -> int:
+    line = report.script.files[0].lines[slot.line - 1]
+    found = line.find(" " + slot.name)
+    return found + 2 if found >= 0 else 1
+
+
+def _read_indexes(use: TableUse, count: int) -> set[int]:
+    if use.whole or use.dynamic:
+        return set(range(1, count + 1))
+    return {index for index, _, _ in use.literal}
+
+
+def _check_keys(report: _Reporter, header: Header, use: TableUse, num_keys: int) -> None:
+    path = report.script.entry.path
+    if len(header.keys) != num_keys:
+        line = header.keys[0].line if header.keys else 1
+        report.in_script(
+            line,
+            1,
+            ERROR,
+            "header-keys",
+            f"the header declares {len(header.keys)} keys but the filename '{path}' says"
+            f" {num_keys}",
+        )
+    _check_key_indexes(report, use, num_keys, variadic=header.rest_keys is not None)
+    read = _read_indexes(use, num_keys)
+    for position, slot in enumerate(header.keys, start=1):
+        col = _slot_col(report, slot)
+        if slot.unused and position in read and not (use.whole or use.dynamic):
+            report.in_script(
+                slot.line,
+                col,
+                ERROR,
+                "key-marked-unused",
+                f"key {position} '{slot.name}' is marked (unused) but the code reads"
+                f" KEYS[{position}]",
+            )
+        elif not slot.unused and position not in read:
+            report.in_script(
+                slot.line,
+                col,
+                ERROR,
+                "key-unused",
+                f"key {position} '{slot.name}' is never read; remove it or mark it (unused)",
+            )
+
+
+def _check_key_indexes(report: _Reporter, use: TableUse, num_keys: int, variadic: bool) -> None:
+    for index, row, col in use.literal:
+        if not 1 <= index <= num_keys:
+            report.at(
+                row,
+                col,
+                ERROR,
+                "keys-range",
+                f"KEYS[{index}] is out of range: '{report.script.entry.path}' takes"
+                f" {num_keys} keys (KEYS[1]..KEYS[{num_keys}])",
+            )
+    if not variadic:
+        for row, col in use.dynamic:
+            report.at(
+                row,
+                col,
+                ERROR,
+                "keys-dynamic",
+                "KEYS indexed by a non-literal: use KEYS[<integer>], or declare a variable key"
+                " list with '@key...' in the header",
+            )
+
+
+def _check_keys_without_header(report: _Reporter, use: TableUse, num_keys: int) -> None:
+    _check_key_indexes(report, use, num_keys, variadic=False)
+    if use.whole or use.dynamic:
+        return
+    read = {index for index, _, _ in use.literal if 1 <= index <= num_keys}
+    highest = max(read, default=0)
+    if highest < num_keys:
+        report.in_script(
+            1,
+            1,
+            ERROR,
+            "keys-arity",
+            f"the filename declares {num_keys} keys but the code reads at most"
+            f" {f'KEYS[{highest}]' if highest else 'none of them'}",
+        )
+    for position in range(1, highest):
+        if position not in read:
+            report.in_script(
+                1, 1, WARNING, "key-unused", f"key {position} (KEYS[{position}]) is never read"
+            )
+
+
+def _check_argv(report: _Reporter, header: Header, use: TableUse) -> None:
+    count = len(header.args)
+    for index, row, col in use.literal:
+        if not 1 <= index <= count and header.rest_args is None:
+            report.at(
+                row,
+                col,
+                ERROR,
+                "argv-undeclared",
+                f"ARGV[{index}] is not declared: the header declares {count} arguments",
+            )
+    if header.rest_args is None:
+        for row, col in use.dynamic:
+            report.at(
+                row,
+                col,
+                ERROR,
+                "argv-dynamic",
+                "ARGV indexed by a non-literal: use ARGV[<integer>], or declare a variable"
+                " argument list with '@arg...' in the header",
+            )
+    read = _read_indexes(use, count)
+    for position, slot in enumerate(header.args, start=1):
+        if position not in read:
+            report.in_script(
+                slot.line,
+                _slot_col(report, slot),
+                ERROR,
+                "argv-unused",
+                f"argument {position} '{slot.name}' is never read (ARGV[{position}])",
+            )
+
+
+def _check_codes(report: _Reporter, header: Header, facts: Facts) -> None:
+    for code, row, col in facts.returned_codes:
+        if code not in ERROR_CODES:
+            report.at(
+                row,
+                col,
+                ERROR,
+                "code-unknown",
+                f"return {code}: not a code of the closed table -1..-11",
+            )
+        elif code not in header.codes:
+            report.at(
+                row,
+                col,
+                ERROR,
+                "code-undeclared",
+                f"return {code} ({ERROR_CODES[code]}) is not listed in the header;"
+                f" add '--- @error {code} {ERROR_CODES[code]}'",
+            )
+
+
+def _check_includes(report: _Reporter, facts: Facts) -> None:
+    script = report.script
+    for index, source in enumerate(script.files[1:], start=1):
+        own_decls = [d for d in facts.top_decls if script.origins_file(d.row) == index]
+        if own_decls:
+            used = any(script.origins_file(row) != index for d in own_decls for row in d.read_rows)
+        else:
+            # A file that declares nothing may still run statements; that counts as use.
+            used = any(script.origins_file(row) == index for row in facts.top_statement_rows)
+        if not used:
+            site = script.include_sites[source.path]
+            report.out.append(
+                Diagnostic(
+                    site.path,
+                    site.line,
+                    site.col,
+                    WARNING,
+                    "include-unused",
+                    f"nothing that '{source.path}' defines is used",
+                )
+            )

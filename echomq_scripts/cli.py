@@ -1,0 +1,216 @@
+"""The `echomq-scripts` command line: parse options, run one pipeline call, print, exit.
+
+Exit codes: 0 clean (warnings allowed unless --strict), 1 findings or a failed run, 2 usage.
+Findings go to stderr as text, or to stdout as JSON with `--format json`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import __version__
+from .diagnostics import Diagnostic, Severity, format_json, format_text
+from .errors import ConfigError, EchoMQScriptsError
+from .linemap import LineMap
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _source_options(func: F) -> F:
+    """The options every command that reads sources shares."""
+    options = [
+        click.option(
+            "--src",
+            type=click.Path(path_type=Path, file_okay=False),
+            default=Path("lua_src"),
+            show_default=True,
+            help="Directory holding the <name>-<N>.lua scripts.",
+        ),
+        click.option(
+            "--strict/--no-strict",
+            default=None,
+            help="Treat warnings as errors (default: the project's 'strict' setting).",
+        ),
+        click.option(
+            "--format",
+            "output_format",
+            type=click.Choice(["text", "json"]),
+            default="text",
+            show_default=True,
+            help="How to print findings.",
+        ),
+        click.option(
+            "--cache-dir",
+            type=click.Path(path_type=Path, file_okay=False),
+            default=None,
+            help="Where analysis results are kept [default: ~/.cache/echomq-scripts].",
+        ),
+        click.option("--no-cache", is_flag=True, help="Analyse every script afresh."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="echomq-scripts")
+def cli() -> None:
+    """Build, check and publish Redis Lua scripts written as <name>-<N>.lua files."""
+
+
+@cli.command()
+@_source_options
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("build"),
+    show_default=True,
+    help="Output directory, replaced as a whole on success.",
+)
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Write nothing; fail when the checks fail or when anything the build keeps in the"
+    " repository is out of date.",
+)
+def build(
+    src: Path,
+    strict: bool | None,
+    output_format: str,
+    cache_dir: Path | None,
+    no_cache: bool,
+    out: Path,
+    check_only: bool,
+) -> None:
+    """Check every script and write the resolved scripts, line maps, manifest and bundle.
+
+    \b
+    Example:
+        echomq-scripts build --src lua_src --out build
+    """
+    from . import pipeline
+
+    config, cache = _setup(src, strict, cache_dir, no_cache)
+    if check_only:
+        result = pipeline.check(config, cache)
+    else:
+        result = _run(lambda: pipeline.build(config, cache, out))
+    failed = _report(result.diagnostics, output_format, config.strict)
+    if not failed and output_format == "text" and not check_only:
+        state = "wrote" if result.wrote else "up to date:"
+        click.echo(
+            f"{state} {out} ({len(result.scripts)} scripts, {result.analysed} analysed,"
+            f" {result.from_cache} from cache)"
+        )
+    sys.exit(1 if failed else 0)
+
+
+@cli.command()
+@_source_options
+def check(
+    src: Path, strict: bool | None, output_format: str, cache_dir: Path | None, no_cache: bool
+) -> None:
+    """Run every check on the scripts and write nothing.
+
+    \b
+    Example:
+        echomq-scripts check --src lua_src --strict
+    """
+    from . import pipeline
+
+    config, cache = _setup(src, strict, cache_dir, no_cache)
+    result = pipeline.check(config, cache)
+    sys.exit(1 if _report(result.diagnostics, output_format, config.strict) else 0)
+
+
+@cli.command()
+@click.argument("location", metavar="SCRIPT:LINE")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("build"),
+    show_default=True,
+    help="The build directory to read.",
+)
+@click.option(
+    "--src",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("lua_src"),
+    show_default=True,
+    help="The source directory, to show the line's text.",
+)
+def explain(location: str, out: Path, src: Path) -> None:
+    """Say which source file and line a line of a resolved script came from.
+
+    \b
+    Example:
+        echomq-scripts explain moveToFinished-14:412
+    """
+    script, _, raw_line = location.rpartition(":")
+    if not script or not raw_line.isdigit() or int(raw_line) < 1:
+        raise click.UsageError(f"expected SCRIPT:LINE (e.g. extendLock-2:12), got {location!r}")
+    script = Path(script).name.removesuffix(".lua")
+    map_path = out / "maps" / f"{script}.json"
+    try:
+        line_map = LineMap.load(map_path)
+    except FileNotFoundError:
+        raise click.ClickException(
+            f"{map_path}: no line map for '{script}' (run 'echomq-scripts build' first)"
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise click.ClickException(f"{map_path}: unreadable line map: {exc}") from None
+    origin = line_map.origin(int(raw_line))
+    if origin is None:
+        raise click.UsageError(
+            f"{script} has {len(line_map.lines)} lines; line {raw_line} does not exist"
+        )
+    source, line = origin
+    try:
+        text = (src / source).read_text("utf-8").split("\n")[line - 1].strip()
+    except (OSError, IndexError, UnicodeDecodeError):
+        text = ""  # the sources are optional: the map alone answers the question
+    click.echo(f"{(src / source).as_posix()}:{line}" + (f": {text}" if text else ""))
+
+
+def _setup(src: Path, strict: bool | None, cache_dir: Path | None, no_cache: bool) -> Any:
+    from .cache import AnalysisCache, default_cache_dir
+    from .config import load_config
+
+    try:
+        config = load_config(src, strict)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    return config, AnalysisCache(None if no_cache else (cache_dir or default_cache_dir()))
+
+
+def _run(action: Callable[[], Any]) -> Any:
+    try:
+        return action()
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    except EchoMQScriptsError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _report(diagnostics: list[Diagnostic], output_format: str, strict: bool) -> bool:
+    """Print the findings; True when they fail the run."""
+    from .diagnostics import has_failures
+
+    if output_format == "json":
+        click.echo(format_json(diagnostics), nl=False)
+    elif diagnostics:
+        click.echo(format_text(diagnostics), nl=False, err=True)
+        errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
+        warnings = len(diagnostics) - errors
+        click.echo(f"{errors} error(s), {warnings} warning(s)", err=True)
+    return has_failures(diagnostics, strict)
+
+
+def main() -> None:
+    cli()

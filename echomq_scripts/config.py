@@ -1,0 +1,74 @@
+"""Project settings: the `[tool.echomq-scripts]` table of the tree being built.
+
+The settings belong to the tree, not to the machine running the build: they are read from the
+`pyproject.toml` next to the source directory (its parent), so building another project's tree
+with `--src` applies that project's rules, not ours.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+
+_KNOWN_KEYS = {"require-header", "strict", "version"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings for one build run, after the command line has overridden the project file."""
+
+    src: Path
+    require_header: bool = False
+    strict: bool = False
+    # The version written into the manifest and the bundle's name.
+    version: str = "0.0.0"
+
+
+def load_config(src: Path, strict: bool | None = None) -> Config:
+    """Read the settings of the tree whose scripts live in `src`.
+
+    Args:
+        src: the source directory (`lua_src/`); its parent may hold a `pyproject.toml`.
+        strict: `--strict` from the command line; None keeps the project's own setting.
+
+    Returns:
+        The merged settings. Without a `pyproject.toml` every setting has its default.
+    """
+    if not src.is_dir():
+        raise ConfigError(f"{src}: source directory not found")
+    pyproject = src.parent / "pyproject.toml"
+    table: dict[str, object] = {}
+    project_version = "0.0.0"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{pyproject}: cannot read: {exc}") from None
+        table = data.get("tool", {}).get("echomq-scripts", {})
+        project_version = str(data.get("project", {}).get("version", project_version))
+    unknown = sorted(set(table) - _KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{pyproject}: unknown setting(s) in [tool.echomq-scripts]: {', '.join(unknown)}"
+        )
+    require_header = _bool_setting(pyproject, table, "require-header", False)
+    project_strict = _bool_setting(pyproject, table, "strict", False)
+    version = table.get("version", project_version)
+    if not isinstance(version, str) or not version:
+        raise ConfigError(f"{pyproject}: [tool.echomq-scripts] version must be a string")
+    return Config(
+        src=src,
+        require_header=require_header,
+        strict=project_strict if strict is None else strict,
+        version=version,
+    )
+
+
+def _bool_setting(path: Path, table: dict[str, object], key: str, default: bool) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: [tool.echomq-scripts] {key} must be true or false")
+    return value

@@ -1,0 +1,85 @@
+"""Findings of the build: what they are, which codes exist, and how they are printed.
+
+Every stage reports problems as `Diagnostic` values and keeps going, so one run shows every
+problem at once; only the CLI decides what the findings mean for the exit code.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Final
+
+
+class Severity(enum.StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+# Every finding code, with the one-line meaning that `docs/checks.md` expands on.
+CODES: Final[dict[str, str]] = {
+    "bad-filename": "a script file is not named <name>-<N>.lua",
+    "duplicate-script": "two script files share one script name",
+    "encoding": "a source file is not valid UTF-8",
+    "include-syntax": "a line starting with '--- @include' is not a well-formed directive",
+    "include-missing": "an included file does not exist",
+    "include-cycle": "includes form a cycle",
+    "include-escape": "an include path leaves the source root",
+    "include-unused": "nothing outside an included file uses what it defines",
+    "header-missing": "a script has no header comment",
+    "header-syntax": "a header line cannot be read",
+    "header-keys": "the header's key list does not match the filename's KEYS count",
+    "syntax": "Lua 5.1 (as embedded in Redis) refuses to compile the script",
+    "keys-range": "a KEYS index is outside 1..N",
+    "keys-arity": "the code reads fewer KEYS than the filename declares",
+    "keys-dynamic": "KEYS is indexed by something other than an integer literal",
+    "key-unused": "a declared key is never read",
+    "key-marked-unused": "a key the header marks unused is read",
+    "argv-undeclared": "an ARGV index is not declared in the header",
+    "argv-unused": "a declared argument is never read",
+    "argv-dynamic": "ARGV is indexed by something other than an integer literal",
+    "global-assign": "a global variable is assigned (Redis refuses it at run time)",
+    "global-function": "a global function is defined (Redis refuses it at run time)",
+    "undefined-global": "a global that Redis's Lua does not provide is read",
+    "undefined-field": "a field that a Redis library table does not have is read",
+    "code-undeclared": "a returned failure code is not listed in the header",
+    "code-unknown": "a returned or declared failure code is not in the closed table -1..-11",
+    "unused-local": "a local variable is never read",
+    "shadowed-local": "a local variable hides another of the same name",
+}
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One finding, positioned in an original source file (1-based line and column)."""
+
+    path: str
+    line: int
+    col: int
+    severity: Severity
+    code: str
+    message: str
+
+    def __post_init__(self) -> None:
+        # A typo in a code would silently break `--format json` consumers and the docs.
+        if self.code not in CODES:
+            raise ValueError(f"unregistered diagnostic code {self.code!r}")
+
+    def format_text(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.severity}: {self.message} [{self.code}]"
+
+
+def format_text(diagnostics: Iterable[Diagnostic]) -> str:
+    return "".join(d.format_text() + "\n" for d in diagnostics)
+
+
+def format_json(diagnostics: Iterable[Diagnostic]) -> str:
+    rows = [{**asdict(d), "severity": str(d.severity)} for d in diagnostics]
+    return json.dumps(rows, indent=2) + "\n"
+
+
+def has_failures(diagnostics: Iterable[Diagnostic], strict: bool) -> bool:
+    """True when the findings fail the run: any error, or any warning under --strict."""
+    return any(d.severity is Severity.ERROR or strict for d in diagnostics)

@@ -1,0 +1,112 @@
+"""Writing a build: the output files in memory, the bundle, and the atomic swap into place.
+
+Nothing touches the output directory until every file exists in memory. Then the new tree is
+written beside the old one and renamed into place, so a reader sees the old build or the new
+one, never a mix, and a build that fails before the swap leaves the old one as it was.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+from .errors import OutputError
+from .manifest import ScriptBuild, line_map, manifest, to_json_bytes
+
+# Fixed metadata for every bundle entry: the bundle's bytes depend on its contents only.
+_BUNDLE_MTIME = 315532800  # 1980-01-01T00:00:00Z
+
+
+def bundle_name(version: str) -> str:
+    return f"echomq-scripts-{version}.tar.gz"
+
+
+def output_files(scripts: list[ScriptBuild], version: str) -> dict[str, bytes]:
+    """Every file of the build directory, by its '/'-separated path inside it."""
+    files: dict[str, bytes] = {"manifest.json": to_json_bytes(manifest(scripts, version))}
+    for script in scripts:
+        files[script.script_file] = script.body
+        files[script.map_file] = to_json_bytes(line_map(script), indent=None)
+    files[bundle_name(version)] = bundle(files, prefix=f"echomq-scripts-{version}")
+    return files
+
+
+def bundle(files: dict[str, bytes], prefix: str) -> bytes:
+    """A tar.gz of `files` under `prefix/`: sorted entries, fixed times, no owners."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(files):
+            info = tarfile.TarInfo(f"{prefix}/{name}")
+            info.size = len(files[name])
+            info.mtime = _BUNDLE_MTIME
+            info.mode = 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(files[name]))
+    packed = io.BytesIO()
+    # gzip's own header carries a time and a file name: pin the first, leave out the second.
+    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    return packed.getvalue()
+
+
+def _current_files(out: Path) -> dict[str, bytes] | None:
+    """The files now in `out`, or None when it does not exist."""
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        raise OutputError(f"{out}: exists and is not a directory")
+    found: dict[str, bytes] = {}
+    for path in out.rglob("*"):
+        if path.is_file() or path.is_symlink():
+            found[path.relative_to(out).as_posix()] = path.read_bytes() if path.is_file() else b""
+    if found and "manifest.json" not in found:
+        # Replacing it would delete files we did not write.
+        raise OutputError(
+            f"{out}: refusing to replace a directory that is not an echomq-scripts build"
+            " (it has no manifest.json); choose another --out"
+        )
+    return found
+
+
+def write_output(out: Path, files: dict[str, bytes]) -> bool:
+    """Make `out` hold exactly `files`; False when it already did (nothing is written)."""
+    if _current_files(out) == files:
+        return False
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=parent))
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot create the output directory: {exc}") from None
+    try:
+        for name, data in files.items():
+            target = staging / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        os.chmod(staging, 0o755)
+        _swap_into_place(staging, out)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise OutputError(f"{out}: cannot write the build: {exc}") from None
+    return True
+
+
+def _swap_into_place(staging: Path, out: Path) -> None:
+    if not out.exists():
+        os.rename(staging, out)
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    retired.rmdir()
+    os.rename(out, retired)
+    try:
+        os.rename(staging, out)
+    except OSError:
+        os.rename(retired, out)  # put the previous build back before reporting
+        raise
+    shutil.rmtree(retired, ignore_errors=True)

@@ -1,0 +1,280 @@
+"""The machine-readable header at the top of a script (the format is in docs/authoring.md).
+
+    --- Extends a job's lock while the caller still holds it.
+    --- @key lock     the job's lock, emq:{q}:<id>:lock
+    --- @key legacy   (unused) kept so the key order matches older runtimes
+    --- @arg token    string  the token the lock was taken with
+    --- @return int   1 when the lock was extended, 0 when it was not
+    --- @error -2 JobLockNotExist
+
+The header is the leading run of `---` lines, when at least one of them carries a tag; an
+`--- @include` directive ends it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .codes import ERROR_CODES
+from .diagnostics import Diagnostic, Severity
+
+ARG_TYPES = ("string", "int", "number", "bool", "json", "msgpack", "bytes")
+_SCALAR_SHAPES = ("int", "string", "nil", "status", "hash")
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_TAG = re.compile(r"@(?P<tag>[a-z]+)(?P<rest>\.\.\.)?(?=\s|$)")
+_INCLUDE = re.compile(r"^---\s*@include\b")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One declared KEYS or ARGV entry; `line` is where the header declares it."""
+
+    name: str
+    description: str
+    line: int
+    type: str = "string"
+    unused: bool = False
+
+
+@dataclass(frozen=True)
+class Header:
+    summary: str
+    description: str = ""
+    keys: tuple[Slot, ...] = ()
+    rest_keys: Slot | None = None  # `@key...`: KEYS past the fixed ones, indexed at run time
+    args: tuple[Slot, ...] = ()
+    rest_args: Slot | None = None
+    returns: str = ""
+    returns_description: str = ""
+    codes: tuple[int, ...] = ()
+    code_lines: dict[int, int] = field(default_factory=dict)
+
+
+def header_lines(lines: tuple[str, ...]) -> list[tuple[int, str]]:
+    """The header's lines as (1-based line number, text after '---'), in order."""
+    out: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped.startswith("---") or _INCLUDE.match(stripped):
+            break
+        out.append((number, line[line.index("---") + 3 :]))
+    return out
+
+
+def parse_header(path: str, lines: tuple[str, ...]) -> tuple[Header | None, list[Diagnostic]]:
+    """Read the header of the script at `path`; None when the script has none."""
+    found = header_lines(lines)
+    # A `---` block without a single tag is ordinary documentation, not a header.
+    if not any(text.strip().startswith("@") for _, text in found):
+        return None, []
+    return _HeaderReader(path).read(found)
+
+
+class _HeaderReader:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, line: int, col: int, message: str) -> None:
+        self.diagnostics.append(
+            Diagnostic(self.path, line, col, Severity.ERROR, "header-syntax", message)
+        )
+
+    def read(self, found: list[tuple[int, str]]) -> tuple[Header | None, list[Diagnostic]]:
+        prose: list[str] = []
+        keys: list[Slot] = []
+        args: list[Slot] = []
+        rest_keys: Slot | None = None
+        rest_args: Slot | None = None
+        returns = ("", "")
+        codes: dict[int, int] = {}
+        first_line = found[0][0]
+        for number, text in found:
+            col = 4 + len(text) - len(text.lstrip())
+            body = text.strip()
+            tag = _TAG.match(body)
+            if tag is None:
+                if body.startswith("@"):
+                    self.error(number, col, f"unknown header tag '{body.split()[0]}'")
+                else:
+                    prose.append(body)
+                continue
+            name, variadic, rest = tag["tag"], bool(tag["rest"]), body[tag.end() :].strip()
+            if name == "key":
+                slot = self.read_key(number, col, rest)
+                if slot is None:
+                    continue
+                if variadic:
+                    rest_keys = self.single(number, col, "@key...", rest_keys, slot)
+                elif rest_keys is not None:
+                    self.error(number, col, "@key after @key...: the variable key list comes last")
+                else:
+                    keys.append(slot)
+            elif name == "arg":
+                slot = self.read_arg(number, col, rest)
+                if slot is None:
+                    continue
+                if variadic:
+                    rest_args = self.single(number, col, "@arg...", rest_args, slot)
+                elif rest_args is not None:
+                    self.error(
+                        number, col, "@arg after @arg...: the variable argument list comes last"
+                    )
+                else:
+                    args.append(slot)
+            elif name == "return" and not variadic:
+                if returns[0]:
+                    self.error(number, col, "a second @return: a script has one return shape")
+                    continue
+                shape = self.read_shape(number, col, rest)
+                if shape is not None:
+                    returns = shape
+            elif name == "error" and not variadic:
+                code = self.read_code(number, col, rest)
+                if code is not None:
+                    if code in codes:
+                        self.error(number, col, f"code {code} is listed twice")
+                    codes[code] = number
+            else:
+                self.error(number, col, f"unknown header tag '@{name}{tag['rest'] or ''}'")
+        self.check_unique(keys + ([rest_keys] if rest_keys else []), "key")
+        self.check_unique(args + ([rest_args] if rest_args else []), "argument")
+        paragraphs = [p for p in prose if p]
+        if not paragraphs:
+            self.error(first_line, 1, "the header has no summary line")
+        if not returns[0]:
+            self.error(first_line, 1, "the header has no @return line")
+        if any(d.severity is Severity.ERROR for d in self.diagnostics):
+            return None, self.diagnostics
+        return (
+            Header(
+                summary=paragraphs[0],
+                description=" ".join(paragraphs[1:]),
+                keys=tuple(keys),
+                rest_keys=rest_keys,
+                args=tuple(args),
+                rest_args=rest_args,
+                returns=returns[0],
+                returns_description=returns[1],
+                codes=tuple(sorted(codes, reverse=True)),
+                code_lines=codes,
+            ),
+            self.diagnostics,
+        )
+
+    def single(self, line: int, col: int, tag: str, old: Slot | None, new: Slot) -> Slot:
+        if old is not None:
+            self.error(line, col, f"a second {tag}: only one variable list is allowed")
+        return new
+
+    def read_key(self, line: int, col: int, rest: str) -> Slot | None:
+        match = re.fullmatch(rf"({_NAME})(?:\s+(\(unused\)))?(?:\s+(.*))?", rest)
+        if match is None:
+            self.error(line, col, "expected '@key <name> [(unused)] <description>'")
+            return None
+        return Slot(match[1], match[3] or "", line, unused=bool(match[2]))
+
+    def read_arg(self, line: int, col: int, rest: str) -> Slot | None:
+        match = re.fullmatch(rf"({_NAME})\s+(\S+)(?:\s+(.*))?", rest)
+        if match is None:
+            self.error(line, col, "expected '@arg <name> <type> <description>'")
+            return None
+        if match[2] not in ARG_TYPES:
+            self.error(
+                line,
+                col,
+                f"unknown argument type '{match[2]}' (one of: {', '.join(ARG_TYPES)})",
+            )
+            return None
+        return Slot(match[1], match[3] or "", line, type=match[2])
+
+    def read_code(self, line: int, col: int, rest: str) -> int | None:
+        match = re.fullmatch(rf"(-?[0-9]+)(?:\s+({_NAME}))?", rest)
+        if match is None:
+            self.error(
+                line, col, "expected '@error <code> [<Name>]', e.g. '@error -2 JobLockNotExist'"
+            )
+            return None
+        code = int(match[1])
+        if code not in ERROR_CODES:
+            self.diagnostics.append(
+                Diagnostic(
+                    self.path,
+                    line,
+                    col,
+                    Severity.ERROR,
+                    "code-unknown",
+                    f"code {code} is not in the protocol's closed table -1..-11",
+                )
+            )
+            return None
+        if match[2] and match[2] != ERROR_CODES[code]:
+            self.error(line, col, f"code {code} is {ERROR_CODES[code]}, not {match[2]}")
+            return None
+        return code
+
+    def read_shape(self, line: int, col: int, rest: str) -> tuple[str, str] | None:
+        tokens = re.findall(r"[A-Za-z_]+|[\[\],|]|\S+?(?=[\s\[\],|]|$)", rest)
+        parser = _ShapeParser(tokens)
+        try:
+            shape = parser.union()
+        except ValueError as exc:
+            self.error(line, col, f"bad return shape: {exc}")
+            return None
+        # What the shape did not consume is the description; find it by position in `rest`.
+        consumed = parser.pos
+        position = 0
+        for token in tokens[:consumed]:
+            position = rest.index(token, position) + len(token)
+        return shape, rest[position:].strip()
+
+    def check_unique(self, slots: list[Slot], what: str) -> None:
+        seen: set[str] = set()
+        for slot in slots:
+            if slot.name in seen:
+                self.error(slot.line, 1, f"{what} name '{slot.name}' is declared twice")
+            seen.add(slot.name)
+
+
+class _ShapeParser:
+    """Return shapes: `shape := term ('|' term)*`, where a term is one of
+    `int string nil status hash list[shape] tuple[shape, ...]`."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self, expected: str) -> None:
+        if self.peek() != expected:
+            raise ValueError(f"expected '{expected}', found '{self.peek() or 'end of line'}'")
+        self.pos += 1
+
+    def union(self) -> str:
+        terms = [self.term()]
+        while self.peek() == "|":
+            self.pos += 1
+            terms.append(self.term())
+        return " | ".join(terms)
+
+    def term(self) -> str:
+        word = self.peek()
+        if word in _SCALAR_SHAPES:
+            self.pos += 1
+            return word
+        if word in ("list", "tuple"):
+            self.pos += 1
+            self.take("[")
+            items = [self.union()]
+            while word == "tuple" and self.peek() == ",":
+                self.pos += 1
+                items.append(self.union())
+            self.take("]")
+            return f"{word}[{', '.join(items)}]"
+        raise ValueError(
+            f"expected a type (int, string, nil, status, hash, list[...], tuple[...]), found"
+            f" '{word or 'end of line'}'"
+        )

@@ -1,0 +1,82 @@
+"""The build, stage by stage: sources -> includes -> analysis -> checks -> output files.
+
+`check()` runs every stage but the last and writes nothing; `build()` also writes the output
+directory, and only when the checks pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .analyse import analyse
+from .cache import AnalysisCache
+from .checks import CheckOptions, check_script
+from .config import Config
+from .diagnostics import Diagnostic, has_failures
+from .emit import output_files, write_output
+from .errors import ConfigError
+from .header import parse_header
+from .manifest import ScriptBuild
+from .resolve import resolve
+from .sources import SourceTree
+
+
+@dataclass
+class BuildResult:
+    """What a run found and made; `diagnostics` carry paths as the user named the sources."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    scripts: list[ScriptBuild] = field(default_factory=list)
+    analysed: int = 0  # scripts whose code was parsed in this run
+    from_cache: int = 0  # scripts whose analysis came from the cache
+    files: dict[str, bytes] = field(default_factory=dict)
+    wrote: bool = False  # whether the output directory changed
+
+    def failed(self, strict: bool) -> bool:
+        return has_failures(self.diagnostics, strict)
+
+
+def check(config: Config, cache: AnalysisCache) -> BuildResult:
+    """Run every check on the tree at `config.src`; write nothing."""
+    tree = SourceTree(config.src)
+    result = BuildResult()
+    found: list[Diagnostic] = []
+    options = CheckOptions(require_header=config.require_header)
+    for entry in tree.find_scripts():
+        resolved, problems = resolve(tree, entry)
+        found += problems
+        if resolved is None:
+            continue
+        header, header_problems = parse_header(entry.path, resolved.files[0].lines)
+        found += header_problems
+        facts = cache.get(resolved.text)
+        if facts is None:
+            facts = analyse(resolved.text)
+            cache.put(resolved.text, facts)
+            result.analysed += 1
+        else:
+            result.from_cache += 1
+        found += check_script(
+            resolved, header, facts, options, header_unreadable=bool(header_problems)
+        )
+        result.scripts.append(ScriptBuild(resolved, header, facts))
+    found += tree.diagnostics
+    # An include shared by several scripts reports its findings once.
+    result.diagnostics = [
+        replace(d, path=(config.src / d.path).as_posix()) for d in sorted(set(found))
+    ]
+    return result
+
+
+def build(config: Config, cache: AnalysisCache, out: Path) -> BuildResult:
+    """Check the tree and, when it passes, make `out` hold its build."""
+    src, target = config.src.resolve(), out.resolve()
+    if src == target or src.is_relative_to(target) or target.is_relative_to(src):
+        raise ConfigError(f"--out {out} overlaps the source directory {config.src}")
+    result = check(config, cache)
+    if result.failed(config.strict):
+        return result
+    result.files = output_files(result.scripts, config.version)
+    result.wrote = write_output(out, result.files)
+    return result

@@ -1,0 +1,183 @@
+"""Include resolution: a script and its `--- @include` files become one script, plus a line map.
+
+Every included file is emitted once, before the first file that includes it (post-order), at
+the place of the script's first directive, with the directive lines themselves dropped. Lines
+are copied unchanged, so a column in the resolved script is the column in its source file.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+from .diagnostics import Diagnostic, Severity
+from .sources import ScriptEntry, SourceFile, SourceTree
+
+_DIRECTIVE_START = re.compile(r"^\s*---\s*@include\b")
+_DIRECTIVE = re.compile(r"""^\s*---\s*@include\s+(?P<quote>["'])(?P<path>[^"']+)(?P=quote)\s*$""")
+
+
+@dataclass(frozen=True)
+class IncludeSite:
+    """The directive through which a file was first included."""
+
+    path: str  # the file holding the directive
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class ResolvedScript:
+    """A whole script as Redis receives it, and where each of its lines came from."""
+
+    entry: ScriptEntry
+    text: str
+    files: tuple[SourceFile, ...]  # the script itself first, then its includes as emitted
+    origins: tuple[tuple[int, int], ...]  # per resolved line: (index into files, source line)
+    include_sites: dict[str, IncludeSite]
+
+    def origins_file(self, row: int) -> int:
+        """Index into `files` of the file that the resolved script's 0-based `row` came from."""
+        return self.origins[row][0]
+
+    def origin(self, row: int) -> tuple[str, int]:
+        """Source file and 1-based line of the resolved script's 0-based `row`."""
+        index, line = self.origins[row]
+        return self.files[index].path, line
+
+
+@dataclass(frozen=True)
+class _Directive:
+    line_index: int  # 0-based line in its file
+    target: str  # root-relative path of the included file
+    col: int
+
+
+class _Resolver:
+    def __init__(self, tree: SourceTree) -> None:
+        self.tree = tree
+        self.diagnostics: list[Diagnostic] = []
+        self.order: list[str] = []  # includes in emission order
+        self.sites: dict[str, IncludeSite] = {}
+        self.directives: dict[str, list[_Directive]] = {}
+
+    def error(self, path: str, line: int, col: int, code: str, message: str) -> None:
+        self.diagnostics.append(Diagnostic(path, line, col, Severity.ERROR, code, message))
+
+    def visit(self, rel: str, chain: list[str]) -> None:
+        source = self.tree.read(rel)
+        if source is None:
+            return
+        chain.append(rel)
+        directives = self.read_directives(source)
+        self.directives[rel] = directives
+        for directive in directives:
+            target = directive.target
+            line = directive.line_index + 1
+            if target in chain:
+                cycle = " -> ".join([*chain[chain.index(target) :], target])
+                self.error(rel, line, directive.col, "include-cycle", f"include cycle: {cycle}")
+                continue
+            if target in self.sites:
+                continue
+            self.sites[target] = IncludeSite(rel, line, directive.col)
+            self.visit(target, chain)
+            self.order.append(target)
+        chain.pop()
+
+    def read_directives(self, source: SourceFile) -> list[_Directive]:
+        found: list[_Directive] = []
+        for index, line in enumerate(source.lines):
+            if not _DIRECTIVE_START.match(line):
+                continue
+            match = _DIRECTIVE.match(line)
+            if match is None:
+                self.error(
+                    source.path,
+                    index + 1,
+                    line.index("@") + 1,
+                    "include-syntax",
+                    "malformed include: expected '--- @include \"path\"'",
+                )
+                continue
+            col = match.start("quote") + 1
+            target = self.target_of(source.path, index + 1, col, match["path"])
+            if target is not None:
+                found.append(_Directive(index, target, col))
+        return found
+
+    def target_of(self, including: str, line: int, col: int, raw: str) -> str | None:
+        """The root-relative file a directive names, or None (reported) when it cannot be used."""
+        name = raw if raw.endswith(".lua") else raw + ".lua"
+        if posixpath.isabs(name) or re.match(r"^[A-Za-z]:[\\/]", name) or "\\" in name:
+            self.error(
+                including,
+                line,
+                col,
+                "include-escape",
+                f"include path '{raw}' must be relative to the including file, with '/' separators",
+            )
+            return None
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(including), name))
+        if target == ".." or target.startswith("../"):
+            self.error(
+                including,
+                line,
+                col,
+                "include-escape",
+                f"include path '{raw}' leaves the source root",
+            )
+            return None
+        path = self.tree.root / target
+        if not path.is_file():
+            self.error(
+                including,
+                line,
+                col,
+                "include-missing",
+                f"included file '{target}' not found (from '{raw}')",
+            )
+            return None
+        if not self.tree.contains(path):
+            self.error(
+                including,
+                line,
+                col,
+                "include-escape",
+                f"included file '{target}' is a link to outside the source root",
+            )
+            return None
+        return target
+
+
+def resolve(tree: SourceTree, entry: ScriptEntry) -> tuple[ResolvedScript | None, list[Diagnostic]]:
+    """Inline every include of `entry`; None when an include cannot be resolved."""
+    resolver = _Resolver(tree)
+    resolver.visit(entry.path, [])
+    script = tree.read(entry.path)
+    if script is None or resolver.diagnostics:
+        return None, resolver.diagnostics
+    files = [script] + [tree.read(rel) for rel in resolver.order]
+    if any(f is None for f in files):
+        return None, resolver.diagnostics
+    sources: tuple[SourceFile, ...] = tuple(f for f in files if f is not None)
+    index_of = {f.path: i for i, f in enumerate(sources)}
+
+    def body(source: SourceFile) -> list[tuple[int, int]]:
+        skip = {d.line_index for d in resolver.directives.get(source.path, [])}
+        return [(index_of[source.path], i + 1) for i in range(len(source.lines)) if i not in skip]
+
+    script_directives = resolver.directives.get(entry.path, [])
+    origins = body(script)
+    if script_directives:
+        # Included files go where the script's first directive stood.
+        first = script_directives[0].line_index
+        split = sum(1 for _, line in origins if line <= first)
+        included = [pair for source in sources[1:] for pair in body(source)]
+        origins = origins[:split] + included + origins[split:]
+    text = "".join(sources[i].lines[line - 1] + "\n" for i, line in origins)
+    return (
+        ResolvedScript(entry, text, sources, tuple(origins), resolver.sites),
+        resolver.diagnostics,
+    )

@@ -1,0 +1,124 @@
+"""The source tree: which files are scripts, and reading any source file once.
+
+A script is `<src>/<name>-<N>.lua`, N being its KEYS count; every other `.lua` file (normally
+under `includes/`) is only ever pulled in by an `--- @include` directive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .diagnostics import Diagnostic, Severity
+
+SCRIPT_NAME = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)-(?P<keys>0|[1-9][0-9]*)\.lua$")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One source file's text, split into lines, and the sha256 of that ('\\n'-ended) text."""
+
+    path: str  # relative to the source root, with '/' separators
+    lines: tuple[str, ...]
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ScriptEntry:
+    """A script found in the source root, before its includes are resolved."""
+
+    name: str  # "extendLock"
+    num_keys: int  # 2
+    path: str  # "extendLock-2.lua"
+
+    @property
+    def script_id(self) -> str:
+        """The name with its arity, as the protocol and the output files spell it."""
+        return f"{self.name}-{self.num_keys}"
+
+
+class SourceTree:
+    """Reads files under one source root, each at most once per run."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._real_root = root.resolve()
+        self._files: dict[str, SourceFile | None] = {}
+        self.diagnostics: list[Diagnostic] = []
+
+    def find_scripts(self) -> list[ScriptEntry]:
+        """Every script directly in the root, sorted by file name; misnamed files are reported."""
+        entries: list[ScriptEntry] = []
+        seen: dict[str, str] = {}
+        for path in sorted(self.root.glob("*.lua")):
+            if not path.is_file():
+                continue
+            match = SCRIPT_NAME.match(path.name)
+            if match is None:
+                self.diagnostics.append(
+                    Diagnostic(
+                        path.name,
+                        1,
+                        1,
+                        Severity.ERROR,
+                        "bad-filename",
+                        f"script file '{path.name}' is not named <name>-<N>.lua, where N is its"
+                        " number of KEYS (shared code belongs in includes/)",
+                    )
+                )
+                continue
+            name = match["name"]
+            if name in seen:
+                self.diagnostics.append(
+                    Diagnostic(
+                        path.name,
+                        1,
+                        1,
+                        Severity.ERROR,
+                        "duplicate-script",
+                        f"script '{name}' is also defined by '{seen[name]}'",
+                    )
+                )
+                continue
+            seen[name] = path.name
+            entries.append(ScriptEntry(name, int(match["keys"]), path.name))
+        return entries
+
+    def contains(self, path: Path) -> bool:
+        """True when `path`, with symlinks followed, lies inside the source root."""
+        return path.resolve().is_relative_to(self._real_root)
+
+    def relative(self, path: Path) -> str:
+        """The root-relative, '/'-separated name of a path known to lie inside the root."""
+        return path.relative_to(self.root).as_posix()
+
+    def read(self, rel: str) -> SourceFile | None:
+        """The file at root-relative `rel`, or None (with a diagnostic) when it is not UTF-8."""
+        if rel not in self._files:
+            self._files[rel] = self._load(rel)
+        return self._files[rel]
+
+    def _load(self, rel: str) -> SourceFile | None:
+        data = (self.root / rel).read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            self.diagnostics.append(
+                Diagnostic(
+                    rel, line, 1, Severity.ERROR, "encoding", f"not valid UTF-8: {exc.reason}"
+                )
+            )
+            return None
+        # Scripts are sent with '\n' line ends whatever the checkout did to them, so a Windows
+        # clone builds the same bytes (and the same sha1) as a Linux one.
+        text = text.replace("\r\n", "\n")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        # The digest is of the normalised text for the same reason: the manifest must not change
+        # with the checkout's line-end setting.
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return SourceFile(rel, tuple(lines), digest)

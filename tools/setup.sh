@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Set-up steps that `make build` and `make test` share; each is safe to run again.
+#   tools/setup.sh venv    create .venv (Python >= 3.11) and install the package with dev tools
+#   tools/setup.sh redis   make sure a redis-server >= 7.0 exists (apt-get when root)
+set -euo pipefail
+
+root_install() {
+  # Debian's packages, installed only when we are root on an apt system; otherwise say what to do.
+  local what=$1; shift
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing $what with apt-get" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq "$@" >/dev/null
+  else
+    echo "error: $what is required: install it (Debian/Ubuntu: sudo apt-get install $*)" >&2
+    exit 1
+  fi
+}
+
+venv() {
+  local python=${PYTHON:-python3}
+  if ! command -v "$python" >/dev/null; then
+    root_install "Python 3.11+" python3 python3-venv
+  fi
+  if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "error: Python >= 3.11 is required; $python is $("$python" --version 2>&1)" >&2
+    exit 1
+  fi
+  if [ ! -x .venv/bin/python ]; then
+    rm -rf .venv
+    if ! "$python" -m venv .venv 2>/dev/null; then
+      # Debian splits venv (and its ensurepip) into a package of its own.
+      rm -rf .venv
+      root_install "Python's venv module" python3-venv
+      "$python" -m venv .venv
+    fi
+  fi
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev]'
+}
+
+redis_version() {
+  # "Redis server v=7.0.15 sha=..." -> 7.0.15
+  "$1" --version 2>/dev/null | sed -n 's/.* v=\([0-9][0-9.]*\).*/\1/p'
+}
+
+redis() {
+  local binary=${REDIS_SERVER:-redis-server}
+  if ! command -v "$binary" >/dev/null && [ -z "${REDIS_SERVER:-}" ]; then
+    root_install "redis-server >= 7.0" redis-server
+  fi
+  if ! command -v "$binary" >/dev/null; then
+    echo "error: REDIS_SERVER=$binary not found" >&2
+    exit 1
+  fi
+  local version
+  version=$(redis_version "$binary")
+  if [ -z "$version" ] || [ "${version%%.*}" -lt 7 ]; then
+    echo "error: redis-server >= 7.0 is required; $binary is ${version:-of unknown version}" \
+      "(Debian 12+/Ubuntu 24.04+: apt-get install redis-server, or set REDIS_SERVER)" >&2
+    exit 1
+  fi
+}
+
+"$@"
