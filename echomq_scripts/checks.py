@@ -6,6 +6,7 @@ declares, and places every finding in the source file and line it came from.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .analyse import Facts, TableUse
@@ -21,13 +22,20 @@ WARNING = Severity.WARNING
 @dataclass(frozen=True)
 class CheckOptions:
     require_header: bool
+    # How findings name the source root ("lua_src"), for places quoted inside messages.
+    src_display: str = "."
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 class _Reporter:
     """Collects findings for one script, mapping resolved positions to source positions."""
 
-    def __init__(self, script: ResolvedScript) -> None:
+    def __init__(self, script: ResolvedScript, options: CheckOptions) -> None:
         self.script = script
+        self.options = options
         self.out: list[Diagnostic] = []
 
     def at(self, row: int, col: int, severity: Severity, code: str, message: str) -> None:
@@ -41,9 +49,12 @@ class _Reporter:
     def in_script(self, line: int, col: int, severity: Severity, code: str, message: str) -> None:
         self.out.append(Diagnostic(self.script.entry.path, line, col, severity, code, message))
 
-    def place(self, row: int) -> str:
+    def place(self, row: int, relative_to: int | None = None) -> str:
+        """`path:line` of a resolved row, or `line N` when it shares `relative_to`'s file."""
         path, line = self.script.origin(row)
-        return f"{path}:{line}"
+        if relative_to is not None and self.script.origin(relative_to)[0] == path:
+            return f"line {line}"
+        return f"{self.options.src_display}/{path}:{line}"
 
 
 def check_script(
@@ -58,9 +69,15 @@ def check_script(
     With `header_unreadable` (its problems are reported elsewhere) the code is checked on its
     own: judging it against a half-read header would only add noise.
     """
-    report = _Reporter(script)
+    report = _Reporter(script, options)
     if facts.syntax is not None:
         row, col, message = facts.syntax
+        # Lua names other lines of the resolved script ("to close 'if' at line 12"): map them.
+        message = re.sub(
+            r"\bat line (\d+)",
+            lambda m: "at " + report.place(int(m[1]) - 1, relative_to=row),
+            message,
+        )
         report.at(row, col, ERROR, "syntax", message)
         return report.out
     _code_findings(report, facts)
@@ -72,8 +89,8 @@ def check_script(
             1,
             ERROR if options.require_header else WARNING,
             "header-missing",
-            f"script has no header: its {script.entry.num_keys} keys are named by position"
-            " (see docs/authoring.md)",
+            "script has no header (see docs/authoring.md)"
+            + (", so its keys are named by position" if script.entry.num_keys else ""),
         )
         _check_keys_without_header(report, facts.keys, script.entry.num_keys)
     else:
@@ -119,8 +136,8 @@ def _check_keys(report: _Reporter, header: Header, use: TableUse, num_keys: int)
             1,
             ERROR,
             "header-keys",
-            f"the header declares {len(header.keys)} keys but the filename '{path}' says"
-            f" {num_keys}",
+            f"the header declares {plural(len(header.keys), 'key')} but the filename '{path}'"
+            f" says {num_keys}",
         )
     _check_key_indexes(report, use, num_keys, variadic=header.rest_keys is not None)
     read = _read_indexes(use, num_keys)
@@ -154,7 +171,7 @@ def _check_key_indexes(report: _Reporter, use: TableUse, num_keys: int, variadic
                 ERROR,
                 "keys-range",
                 f"KEYS[{index}] is out of range: '{report.script.entry.path}' takes"
-                f" {num_keys} keys (KEYS[1]..KEYS[{num_keys}])",
+                f" {plural(num_keys, 'key')}",
             )
     if not variadic:
         for row, col in use.dynamic:
@@ -180,7 +197,7 @@ def _check_keys_without_header(report: _Reporter, use: TableUse, num_keys: int) 
             1,
             ERROR,
             "keys-arity",
-            f"the filename declares {num_keys} keys but the code reads at most"
+            f"the filename declares {plural(num_keys, 'key')} but the code reads at most"
             f" {f'KEYS[{highest}]' if highest else 'none of them'}",
         )
     for position in range(1, highest):
@@ -199,7 +216,7 @@ def _check_argv(report: _Reporter, header: Header, use: TableUse) -> None:
                 col,
                 ERROR,
                 "argv-undeclared",
-                f"ARGV[{index}] is not declared: the header declares {count} arguments",
+                f"ARGV[{index}] is not declared: the header declares {plural(count, 'argument')}",
             )
     if header.rest_args is None:
         for row, col in use.dynamic:

@@ -213,4 +213,4 @@ def _report(diagnostics: list[Diagnostic], output_format: str, strict: bool) -> 
 
 
 def main() -> None:
-    cli()
+    cli(prog_name="echomq-scripts")

@@ -88,6 +88,7 @@ class _HeaderReader:
         rest_keys: Slot | None = None
         rest_args: Slot | None = None
         returns = ("", "")
+        saw_return = False
         codes: dict[int, int] = {}
         first_line = found[0][0]
         for number, text in found:
@@ -124,9 +125,10 @@ class _HeaderReader:
                 else:
                     args.append(slot)
             elif name == "return" and not variadic:
-                if returns[0]:
+                if saw_return:
                     self.error(number, col, "a second @return: a script has one return shape")
                     continue
+                saw_return = True
                 shape = self.read_shape(number, col, rest)
                 if shape is not None:
                     returns = shape
@@ -143,7 +145,7 @@ class _HeaderReader:
         paragraphs = [p for p in prose if p]
         if not paragraphs:
             self.error(first_line, 1, "the header has no summary line")
-        if not returns[0]:
+        if not saw_return:
             self.error(first_line, 1, "the header has no @return line")
         if any(d.severity is Severity.ERROR for d in self.diagnostics):
             return None, self.diagnostics

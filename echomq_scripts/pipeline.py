@@ -42,7 +42,7 @@ def check(config: Config, cache: AnalysisCache) -> BuildResult:
     tree = SourceTree(config.src)
     result = BuildResult()
     found: list[Diagnostic] = []
-    options = CheckOptions(require_header=config.require_header)
+    options = CheckOptions(config.require_header, src_display=config.src.as_posix())
     for entry in tree.find_scripts():
         resolved, problems = resolve(tree, entry)
         found += problems

@@ -51,7 +51,28 @@ def check_syntax(text: str) -> SyntaxProblem | None:
         lines.pop()  # the text's final newline does not start a line
     row = min(int(match["line"]), len(lines)) - 1
     detail = match["message"]
-    return SyntaxProblem(row, _column(lines, row, detail), detail)
+    return SyntaxProblem(row, _column(lines, row, detail), detail + _hint(lines[row], detail))
+
+
+# Newer Lua syntax that 5.1 refuses with a message that does not say why.
+_HINTS = (
+    (re.compile(r"\bgoto\s+[A-Za-z_]"), "Lua 5.1 has no 'goto'"),
+    (re.compile(r"//"), "Lua 5.1 has no '//' operator: use math.floor(a / b)"),
+    (
+        re.compile(r"[^~<>=]\s*(&|\||~[^=]|<<|>>)"),
+        "Lua 5.1 has no bitwise operators: use bit.band, bit.bor, bit.bxor, bit.lshift, ...",
+    ),
+)
+
+
+def _hint(line: str, message: str) -> str:
+    if "expected near" not in message and "unexpected symbol" not in message:
+        return ""
+    code = line.split("--", 1)[0]
+    for pattern, hint in _HINTS:
+        if pattern.search(code):
+            return f" ({hint})"
+    return ""
 
 
 def _column(lines: list[str], row: int, message: str) -> int:

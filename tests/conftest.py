@@ -1,0 +1,67 @@
+"""Shared fixtures: one private redis-server per test session, flushed before each test.
+
+With CI=true a missing or too-old redis-server fails the tests that need it; elsewhere they are
+skipped with the reason, so the pure build tests still run on a machine without Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from echomq_scripts.cache import AnalysisCache
+from echomq_scripts.config import load_config
+from echomq_scripts.pipeline import BuildResult, build, check
+from tests.redis_server import RedisServer, RedisUnavailable, find_binary
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    try:
+        server = RedisServer(find_binary()).start()
+    except RedisUnavailable as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs redis-server: {exc}")
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def r(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    """A client of the session's server, emptied of keys and scripts before the test."""
+    client = redis_server.client()
+    client.flushall()
+    client.script_flush()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project directory with lua_src/includes/, for tests that write their own tree."""
+    (tmp_path / "lua_src" / "includes").mkdir(parents=True)
+    return tmp_path
+
+
+def copy_fixture(name: str, destination: Path) -> Path:
+    """Copy tests/fixtures/projects/<name> to `destination` and return the copy's path."""
+    target = destination / name
+    shutil.copytree(FIXTURES / "projects" / name, target, symlinks=True)
+    return target
+
+
+def run_check(src: Path, cache_dir: Path | None = None) -> BuildResult:
+    return check(load_config(src), AnalysisCache(cache_dir))
+
+
+def run_build(src: Path, out: Path, cache_dir: Path | None = None) -> BuildResult:
+    return build(load_config(src), AnalysisCache(cache_dir), out)

@@ -1,0 +1,125 @@
+"""Private redis-server processes for the tests: free loopback ports, temp dirs, no persistence.
+
+Each server is started from the binary named by REDIS_SERVER (default `redis-server` on PATH)
+and stopped by its pid. Nothing here talks to a server the tests did not start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+MIN_VERSION = (7, 0)
+
+
+class RedisUnavailable(Exception):
+    """No usable redis-server: the message says what is missing."""
+
+
+def find_binary() -> str:
+    """The redis-server to run, checked to exist and to be at least MIN_VERSION."""
+    name = os.environ.get("REDIS_SERVER", "redis-server")
+    binary = shutil.which(name)
+    if binary is None:
+        raise RedisUnavailable(
+            f"{name} not found: install redis-server >= 7.0 (apt-get install redis-server)"
+            " or set REDIS_SERVER"
+        )
+    output = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    match = re.search(r"v=(\d+)\.(\d+)", output)
+    if match is None or (int(match[1]), int(match[2])) < MIN_VERSION:
+        raise RedisUnavailable(
+            f"{binary} is too old or unrecognised ({output.strip()!r}); need 7.0+"
+        )
+    return binary
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class RedisServer:
+    """One running redis-server; `stop()` ends it by pid and removes its directory."""
+
+    binary: str
+    port: int = 0
+    directory: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="emq-redis-")))
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self, *extra: str) -> RedisServer:
+        # Another process may take the port between free_port() and bind: try a few.
+        for _ in range(5):
+            self.port = free_port()
+            self.process = subprocess.Popen(
+                [
+                    self.binary,
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--daemonize",
+                    "no",
+                    "--dir",
+                    str(self.directory),
+                    "--logfile",
+                    str(self.directory / "redis.log"),
+                    *extra,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            if self._wait_ready():
+                return self
+            self.stop(remove=False)
+        log = (self.directory / "redis.log").read_text(errors="replace")[-2000:]
+        raise RedisUnavailable(f"redis-server did not start; its log ends:\n{log}")
+
+    def _wait_ready(self, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        client = self.client()
+        try:
+            while time.monotonic() < deadline:
+                if self.process is None or self.process.poll() is not None:
+                    return False
+                try:
+                    if client.ping():
+                        return True
+                except redis.ConnectionError:
+                    time.sleep(0.02)
+            return False
+        finally:
+            client.close()
+
+    def client(self, **options: object) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, **options)  # type: ignore[arg-type]
+
+    def stop(self, remove: bool = True) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                os.kill(self.process.pid, signal.SIGTERM)
+                try:
+                    self.process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.kill(self.process.pid, signal.SIGKILL)
+                    self.process.wait()
+            self.process = None
+        if remove:
+            shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,232 @@
+"""What `build` writes: determinism, the manifest, the bundle, atomic replacement, the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from echomq_scripts import __version__
+from echomq_scripts.codes import ERROR_CODES
+from echomq_scripts.errors import ConfigError, OutputError
+from tests.conftest import REPO, run_build
+
+BUNDLE = f"echomq-scripts-{__version__}.tar.gz"
+
+
+def repo_copy(destination: Path) -> Path:
+    """A copy of this repository's sources (lua_src/ and pyproject.toml) at `destination`."""
+    destination.mkdir(parents=True)
+    shutil.copytree(REPO / "lua_src", destination / "lua_src")
+    shutil.copy(REPO / "pyproject.toml", destination)
+    return destination
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def build_in_subprocess(project: Path, cache: Path, env: dict[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", "build", "--cache-dir", str(cache)],
+        cwd=project,
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_two_builds_in_different_places_are_byte_identical(tmp_path: Path) -> None:
+    first = repo_copy(tmp_path / "a")
+    second = repo_copy(tmp_path / "elsewhere" / "deeper" / "b")
+    # Different directories, time zones, umasks and caches: none may leak into the output.
+    build_in_subprocess(first, tmp_path / "cache-a", {"TZ": "UTC"})
+    os.utime(second / "lua_src" / "extendLock-2.lua", (0, 0))
+    build_in_subprocess(second, tmp_path / "cache-b", {"TZ": "Asia/Kolkata", "LC_ALL": "C"})
+    a, b = tree_bytes(first / "build"), tree_bytes(second / "build")
+    assert a.keys() == b.keys()
+    assert a == b
+    assert hashlib.sha256(a[BUNDLE]).hexdigest() == hashlib.sha256(b[BUNDLE]).hexdigest()
+    assert str(tmp_path).encode() not in a["manifest.json"]
+
+
+def test_manifest_describes_every_script(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    run_build(project / "lua_src", project / "build")
+    manifest = json.loads((project / "build" / "manifest.json").read_bytes())
+    assert manifest["format"] == 1
+    assert manifest["version"] == __version__
+    assert manifest["codes"] == [
+        {"code": code, "name": name} for code, name in sorted(ERROR_CODES.items(), reverse=True)
+    ]
+    sources = sorted(p.name for p in (project / "lua_src").glob("*-*.lua"))
+    assert sorted(Path(s["file"]).name for s in manifest["scripts"]) == sources
+    for script in manifest["scripts"]:
+        body = (project / "build" / script["file"]).read_bytes()
+        assert script["sha1"] == hashlib.sha1(body).hexdigest()
+        assert script["bytes"] == len(body)
+        assert script["lines"] == body.count(b"\n")
+        assert len(script["keys"]) == script["numKeys"]
+        for source in script["sources"]:
+            text = (project / "lua_src" / source["path"]).read_bytes()
+            assert source["sha256"] == hashlib.sha256(text).hexdigest()
+        line_map = json.loads((project / "build" / script["lineMap"]).read_bytes())
+        assert len(line_map["lines"]) == script["lines"]
+    extend = next(s for s in manifest["scripts"] if s["name"] == "extendLock")
+    assert [k["name"] for k in extend["keys"]] == ["lock", "stalled"]
+    assert [(a["name"], a["type"]) for a in extend["argv"]] == [
+        ("token", "string"),
+        ("duration", "int"),
+        ("job_id", "string"),
+    ]
+    assert extend["codes"] == [-2, -6]
+    assert extend["returns"]["shape"] == "int"
+
+
+def test_line_maps_point_every_line_at_its_source(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    run_build(project / "lua_src", project / "build")
+    for map_path in (project / "build" / "maps").glob("*.json"):
+        line_map = json.loads(map_path.read_bytes())
+        body = (project / "build" / line_map["script"]).read_text().split("\n")[:-1]
+        for text, (index, line) in zip(body, line_map["lines"], strict=True):
+            source = (project / "lua_src" / line_map["sources"][index]).read_text()
+            assert source.split("\n")[line - 1] == text
+
+
+def test_bundle_is_sorted_with_fixed_metadata(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    run_build(project / "lua_src", project / "build")
+    data = (project / "build" / BUNDLE).read_bytes()
+    assert data[4:8] == b"\0\0\0\0"  # gzip header time
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        members = tar.getmembers()
+        names = [m.name for m in members]
+        assert names == sorted(names)
+        prefix = f"echomq-scripts-{__version__}/"
+        expected = sorted(
+            prefix + p.relative_to(project / "build").as_posix()
+            for p in (project / "build").rglob("*")
+            if p.is_file() and p.name != BUNDLE
+        )
+        assert names == expected
+        for member in members:
+            assert (member.mtime, member.uid, member.gid, member.uname, member.gname) == (
+                315532800,
+                0,
+                0,
+                "",
+                "",
+            )
+            assert member.mode == 0o644
+            extracted = tar.extractfile(member)
+            assert extracted is not None
+            assert extracted.read() == (project / "build" / member.name[len(prefix) :]).read_bytes()
+
+
+def test_failed_build_leaves_previous_build_untouched(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    out = project / "build"
+    run_build(project / "lua_src", out)
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
+    script = project / "lua_src" / "extendLock-2.lua"
+    script.write_text(script.read_text() + "\nleaked = true\n")
+    result = run_build(project / "lua_src", out)
+    assert result.failed(strict=False)
+    assert not result.wrote
+    after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
+    assert after == before
+    assert sorted(p.name for p in project.iterdir()) == ["build", "lua_src", "pyproject.toml"]
+
+
+def test_successful_rebuild_replaces_the_whole_directory(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    out = project / "build"
+    run_build(project / "lua_src", out)
+    (project / "lua_src" / "getJobState-8.lua").unlink()
+    result = run_build(project / "lua_src", out)
+    assert result.wrote
+    assert not (out / "scripts" / "getJobState-8.lua").exists()
+    assert not (out / "maps" / "getJobState-8.json").exists()
+    assert sorted(p.name for p in project.iterdir()) == ["build", "lua_src", "pyproject.toml"]
+
+
+def test_unchanged_build_is_not_rewritten(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    run_build(project / "lua_src", project / "build")
+    manifest = project / "build" / "manifest.json"
+    stamp = manifest.stat().st_mtime_ns
+    assert not run_build(project / "lua_src", project / "build").wrote
+    assert manifest.stat().st_mtime_ns == stamp
+
+
+def test_refuses_to_replace_a_directory_it_did_not_write(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    precious = project / "notes" / "todo.txt"
+    precious.parent.mkdir()
+    precious.write_text("keep me")
+    with pytest.raises(OutputError, match="not an echomq-scripts build"):
+        run_build(project / "lua_src", project / "notes")
+    assert precious.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("out", [".", "lua_src", "lua_src/build"])
+def test_refuses_an_output_directory_overlapping_the_sources(tmp_path: Path, out: str) -> None:
+    project = repo_copy(tmp_path / "p")
+    with pytest.raises(ConfigError, match="overlaps the source directory"):
+        run_build(project / "lua_src", project / out)
+    assert (project / "lua_src" / "extendLock-2.lua").is_file()
+
+
+def test_noop_rebuild_analyses_nothing(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    cache = tmp_path / "cache"
+    first = run_build(project / "lua_src", project / "build", cache)
+    assert (first.analysed, first.from_cache) == (2, 0)
+    second = run_build(project / "lua_src", project / "build", cache)
+    assert (second.analysed, second.from_cache) == (0, 2)
+    script = project / "lua_src" / "extendLock-2.lua"
+    script.write_text(script.read_text() + "-- a comment changes the body\n")
+    third = run_build(project / "lua_src", project / "build", cache)
+    assert (third.analysed, third.from_cache) == (1, 1)
+
+
+def test_noop_rebuild_loads_no_parser(tmp_path: Path) -> None:
+    """A cached rebuild never imports tree-sitter or Lua: the whole point of the cache."""
+    project = repo_copy(tmp_path / "p")
+    cache = tmp_path / "cache"
+    build_in_subprocess(project, cache, {})
+    probe = (
+        "import sys\n"
+        "from echomq_scripts.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('tree_sitter', 'tree_sitter_lua', 'lupa') if m in sys.modules))"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", probe, "build", "--cache-dir", str(cache)],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert output.splitlines()[-1] == "[]"
+    assert "0 analysed, 2 from cache" in output
+
+
+def test_damaged_cache_entries_are_ignored(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    cache = tmp_path / "cache"
+    run_build(project / "lua_src", project / "build", cache)
+    for entry in cache.glob("*.json"):
+        entry.write_text("{not json")
+    result = run_build(project / "lua_src", project / "build", cache)
+    assert (result.analysed, result.from_cache) == (2, 0)
+    assert not result.failed(strict=True)

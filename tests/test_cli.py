@@ -1,0 +1,195 @@
+"""The command line: exit codes, output formats, help, and every usage mistake."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from echomq_scripts import __version__
+from echomq_scripts.cli import cli
+from tests.conftest import REPO, copy_fixture
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path) -> Iterator[Path]:
+    previous = Path.cwd()
+    os.chdir(tmp_path)
+    yield tmp_path
+    os.chdir(previous)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_version() -> None:
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.stdout == f"echomq-scripts, version {__version__}\n"
+
+
+def test_python_dash_m_runs_the_same_cli() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", "--version"], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout) == (0, f"echomq-scripts, version {__version__}\n")
+
+
+@pytest.mark.parametrize("command", ["build", "check", "explain"])
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    result = invoke(command, "-h")
+    assert result.exit_code == 0
+    assert "Example:" in result.stdout
+    assert f"echomq-scripts {command}" in result.stdout
+
+
+def test_clean_build_prints_a_summary_and_nothing_on_stderr(in_tmp: Path) -> None:
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    result = invoke("build", "--no-cache")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == "wrote build (1 scripts, 1 analysed, 0 from cache)\n"
+    assert (in_tmp / "clean" / "build" / "scripts" / "touch-3.lua").is_file()
+
+
+def test_findings_exit_1_and_build_writes_nothing(in_tmp: Path) -> None:
+    copy_fixture("keys", in_tmp)
+    os.chdir(in_tmp / "keys")
+    result = invoke("build", "--no-cache")
+    assert result.exit_code == 1
+    assert "[keys-range]" in result.stderr
+    assert result.stderr.endswith("7 error(s), 3 warning(s)\n")
+    assert not (in_tmp / "keys" / "build").exists()
+
+
+def test_json_format_lists_findings_on_stdout(in_tmp: Path) -> None:
+    copy_fixture("argv", in_tmp)
+    os.chdir(in_tmp / "argv")
+    result = invoke("check", "--format", "json", "--no-cache")
+    assert result.exit_code == 1
+    assert result.stderr == ""
+    findings = json.loads(result.stdout)
+    assert findings[0] == {
+        "path": "lua_src/dynamic-1.lua",
+        "line": 6,
+        "col": 32,
+        "severity": "error",
+        "code": "argv-dynamic",
+        "message": "ARGV indexed by a non-literal: use ARGV[<integer>], or declare a variable"
+        " argument list with '@arg...' in the header",
+    }
+    assert {f["code"] for f in findings} == {"argv-dynamic", "argv-undeclared", "argv-unused"}
+
+
+def test_json_format_of_clean_sources_is_an_empty_list(in_tmp: Path) -> None:
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    result = invoke("build", "--format", "json", "--no-cache")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "[]\n", "")
+
+
+def test_strict_turns_warnings_into_failure(in_tmp: Path) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    assert invoke("check", "--no-cache").exit_code == 0
+    assert invoke("check", "--strict", "--no-cache").exit_code == 1
+    strict_build = invoke("build", "--strict", "--no-cache")
+    assert strict_build.exit_code == 1
+    assert not (in_tmp / "locals" / "build").exists()
+
+
+def test_project_strict_setting_applies_and_the_flag_overrides_it(in_tmp: Path) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    Path("pyproject.toml").write_text("[tool.echomq-scripts]\nstrict = true\n")
+    assert invoke("check", "--no-cache").exit_code == 1
+    assert invoke("check", "--no-strict", "--no-cache").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["check", "--src", "nowhere"], "nowhere: source directory not found"),
+        (["build", "--format", "xml"], "Invalid value for '--format'"),
+        (["build", "--bogus"], "No such option '--bogus'"),
+        (["explain", "extendLock-2"], "expected SCRIPT:LINE"),
+        (["explain", "extendLock-2:0"], "expected SCRIPT:LINE"),
+        (["frobnicate"], "No such command 'frobnicate'"),
+    ],
+)
+def test_usage_mistakes_exit_2_with_a_message(in_tmp: Path, args: list[str], message: str) -> None:
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("require-header = 1", "require-header must be true or false"),
+        ("colour = true", "unknown setting(s) in [tool.echomq-scripts]: colour"),
+        ("version = 3", "version must be a string"),
+        ("[broken", "cannot read"),
+    ],
+)
+def test_bad_project_settings_exit_2(in_tmp: Path, setting: str, message: str) -> None:
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    Path("pyproject.toml").write_text(f"[tool.echomq-scripts]\n{setting}\n")
+    result = invoke("check", "--no-cache")
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_output_directory_that_is_not_a_build_exits_1(in_tmp: Path) -> None:
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    Path("docs").mkdir()
+    Path("docs/keep.md").write_text("mine")
+    result = invoke("build", "--out", "docs", "--no-cache")
+    assert result.exit_code == 1
+    assert "refusing to replace a directory that is not an echomq-scripts build" in result.stderr
+    assert Path("docs/keep.md").read_text() == "mine"
+
+
+def test_explain_names_the_include_line(in_tmp: Path) -> None:
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    assert invoke("build", "--no-cache").exit_code == 0
+    body = Path("build/scripts/touch-3.lua").read_text().split("\n")
+    line = body.index('  redis.call("HSET", key, field, value)') + 1
+    result = invoke("explain", f"touch-3:{line}")
+    assert result.exit_code == 0
+    assert result.stdout == (
+        'lua_src/includes/setField.lua:2: redis.call("HSET", key, field, value)\n'
+    )
+    # The file name with its extension, or its path under build/, works as well.
+    assert invoke("explain", f"build/scripts/touch-3.lua:{line}").stdout == result.stdout
+
+
+def test_explain_errors(in_tmp: Path) -> None:
+    missing = invoke("explain", "extendLock-2:3")
+    assert missing.exit_code == 1
+    assert "no line map for 'extendLock-2'" in missing.stderr
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    invoke("build", "--no-cache")
+    past_end = invoke("explain", "touch-3:999")
+    assert past_end.exit_code == 2
+    assert "line 999 does not exist" in past_end.stderr
+
+
+def test_repo_sources_are_clean_under_strict() -> None:
+    """This repository's own scripts pass every check, warnings included."""
+    result = CliRunner().invoke(
+        cli, ["check", "--src", str(REPO / "lua_src"), "--strict", "--no-cache"]
+    )
+    assert (result.exit_code, result.stderr) == (0, "")

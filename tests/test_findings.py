@@ -1,0 +1,56 @@
+"""Every finding code, on a fixture project, against its golden output (tests/fixtures/projects)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import redis
+
+from echomq_scripts.diagnostics import CODES
+from tests.golden import PROJECTS, check_output, project_names
+
+
+@pytest.mark.parametrize("name", project_names())
+def test_project_findings_match_golden(name: str) -> None:
+    expected = (PROJECTS / name / "expected.txt").read_text(encoding="utf-8")
+    exit_code, stderr = check_output(PROJECTS / name)
+    assert stderr == expected
+    assert exit_code == (1 if ": error: " in expected else 0)
+
+
+def test_every_finding_code_has_a_fixture() -> None:
+    seen = set()
+    for name in project_names():
+        text = (PROJECTS / name / "expected.txt").read_text(encoding="utf-8")
+        seen |= set(re.findall(r"\[([a-z-]+)\]$", text, re.MULTILINE))
+    assert seen == set(CODES)
+
+
+def test_clean_project_has_no_findings() -> None:
+    assert check_output(PROJECTS / "clean") == (0, "")
+
+
+def _syntax_scripts() -> list[Path]:
+    return sorted((PROJECTS / "syntax" / "lua_src").glob("*.lua"))
+
+
+@pytest.mark.parametrize("script", _syntax_scripts(), ids=lambda p: p.stem)
+def test_syntax_verdict_matches_redis(script: Path, r: redis.Redis) -> None:
+    """Redis itself refuses each syntax fixture, on the line and with the words we report."""
+    with pytest.raises(redis.ResponseError) as refused:
+        r.script_load(script.read_bytes())
+    redis_says = re.search(r"user_script:(\d+): (.*)", str(refused.value))
+    assert redis_says is not None, str(refused.value)
+    ours = [
+        line
+        for line in (PROJECTS / "syntax" / "expected.txt").read_text().splitlines()
+        if line.startswith(f"lua_src/{script.name}:")
+    ]
+    assert len(ours) == 1
+    line = int(ours[0].split(":")[1])
+    # At the end of the file Lua names the line after the last one; we point at the last one.
+    last_line = len(script.read_text().splitlines())
+    assert line == min(int(redis_says[1]), last_line)
+    assert redis_says[2].strip() in ours[0]

@@ -1,0 +1,147 @@
+"""The built scripts on a real redis-server: SHA1s, execution, and errors mapped to sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from echomq_scripts.linemap import LineMap, error_line
+from tests.conftest import REPO, copy_fixture, run_build
+
+ARG_SAMPLES = {
+    "string": "x",
+    "int": "1000",
+    "number": "1.5",
+    "bool": "1",
+    "json": "{}",
+    "msgpack": "\x80",
+    "bytes": "\x00",
+}
+
+
+@pytest.fixture(scope="module")
+def repo_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("repo") / "build"
+    result = run_build(REPO / "lua_src", out)
+    assert not result.failed(strict=True), result.diagnostics
+    return out, json.loads((out / "manifest.json").read_bytes())
+
+
+def script_ids() -> list[str]:
+    return sorted(p.stem for p in (REPO / "lua_src").glob("*-*.lua"))
+
+
+@pytest.mark.parametrize("script_id", script_ids())
+def test_script_load_returns_the_manifest_sha1_and_evalsha_runs(
+    script_id: str, repo_build: tuple[Path, dict[str, Any]], r: redis.Redis
+) -> None:
+    out, manifest = repo_build
+    (entry,) = [s for s in manifest["scripts"] if s["file"] == f"scripts/{script_id}.lua"]
+    body = (out / entry["file"]).read_bytes()
+    assert r.script_load(body) == entry["sha1"]
+    keys = [f"emq:{{q}}:{key['name']}" for key in entry["keys"]]
+    args = [ARG_SAMPLES[arg["type"]] for arg in entry["argv"]]
+    reply = r.evalsha(entry["sha1"], entry["numKeys"], *keys, *args)
+    # On empty keys each script still answers with a value of its declared shape.
+    shape = entry["returns"]["shape"]
+    if shape == "int":
+        assert isinstance(reply, int)
+    elif shape.startswith("string"):
+        assert isinstance(reply, bytes)
+
+
+def test_extend_lock_extends_only_for_the_holder(
+    repo_build: tuple[Path, dict[str, Any]], r: redis.Redis
+) -> None:
+    out, _ = repo_build
+    extend = r.register_script((out / "scripts" / "extendLock-2.lua").read_bytes())
+    lock, stalled = "emq:{mail}:7:lock", "emq:{mail}:stalled"
+    assert extend(keys=[lock, stalled], args=["tok", 30000, "7"]) == -2
+    r.set(lock, "tok", px=1000)
+    r.sadd(stalled, "7", "8")
+    assert extend(keys=[lock, stalled], args=["other", 30000, "7"]) == -6
+    assert r.pttl(lock) <= 1000
+    assert extend(keys=[lock, stalled], args=["tok", 30000, "7"]) == 1
+    assert 1000 < r.pttl(lock) <= 30000
+    assert r.smembers(stalled) == {b"8"}
+
+
+STATE_KEYS = [
+    "wait",
+    "paused",
+    "active",
+    "delayed",
+    "prioritized",
+    "completed",
+    "failed",
+    "waiting-children",
+]
+
+
+@pytest.mark.parametrize("state", STATE_KEYS)
+def test_get_job_state_finds_the_state_holding_the_job(
+    state: str, repo_build: tuple[Path, dict[str, Any]], r: redis.Redis
+) -> None:
+    out, _ = repo_build
+    get_state = r.register_script((out / "scripts" / "getJobState-8.lua").read_bytes())
+    keys = [f"emq:{{q}}:{name}" for name in STATE_KEYS]
+    key = f"emq:{{q}}:{state}"
+    if state in ("wait", "paused", "active"):
+        r.rpush(key, "other", "42")
+    else:
+        r.zadd(key, {"other": 1, "42": 2})
+    assert get_state(keys=keys, args=["42"]) == state.encode()
+    assert get_state(keys=keys, args=["43"]) == b"unknown"
+
+
+@pytest.fixture
+def failing_build(tmp_path: Path) -> tuple[Path, LineMap]:
+    project = copy_fixture("runtime-error", tmp_path)
+    out = project / "build"
+    assert not run_build(project / "lua_src", out).failed(strict=True)
+    return out, LineMap.load(out / "maps" / "fail-1.json")
+
+
+def _failure(r: redis.Redis, out: Path, mode: str) -> str:
+    with pytest.raises(redis.ResponseError) as failed:
+        r.eval((out / "scripts" / "fail-1.lua").read_text(), 1, "emq:{q}:target", mode)
+    return str(failed.value)
+
+
+def test_lua_error_maps_to_its_include_line(
+    failing_build: tuple[Path, LineMap], r: redis.Redis
+) -> None:
+    out, line_map = failing_build
+    message = _failure(r, out, "lua")
+    assert "cannot handle emq:{q}:target" in message
+    line = error_line(message)
+    assert line is not None
+    assert line_map.origin(line) == ("includes/failures.lua", 3)
+
+
+def test_redis_command_error_maps_to_its_include_line(
+    failing_build: tuple[Path, LineMap], r: redis.Redis
+) -> None:
+    out, line_map = failing_build
+    message = _failure(r, out, "redis")
+    assert "not an integer" in message
+    line = error_line(message)
+    assert line is not None
+    assert line_map.origin(line) == ("includes/failures.lua", 8)
+
+
+def test_error_line_reads_both_redis_formats(
+    failing_build: tuple[Path, LineMap], r: redis.Redis
+) -> None:
+    out, _ = failing_build
+    message = _failure(r, out, "lua")
+    redis7_line = error_line(message)
+    # Before Redis 7 the line came only in front: "... @user_script:N: <message>".
+    older = "Error running script (call to f_0123): @" + message.split(" script: ")[0]
+    assert error_line(older) == redis7_line
+    assert error_line(message.split(" script: ")[0]) == redis7_line
+    assert error_line("ERR unknown command") is None
