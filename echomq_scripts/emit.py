@@ -11,6 +11,7 @@ import gzip
 import io
 import os
 import shutil
+import sys
 import tarfile
 import tempfile
 from pathlib import Path
@@ -101,6 +102,10 @@ def _swap_into_place(staging: Path, out: Path) -> None:
     if not out.exists():
         os.rename(staging, out)
         return
+    if _exchange(staging, out):
+        # One system call swapped the two trees: no moment without a build.
+        shutil.rmtree(staging, ignore_errors=True)
+        return
     retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
     retired.rmdir()
     os.rename(out, retired)
@@ -110,3 +115,31 @@ def _swap_into_place(staging: Path, out: Path) -> None:
         os.rename(retired, out)  # put the previous build back before reporting
         raise
     shutil.rmtree(retired, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2  # from <linux/fs.h>
+_AT_FDCWD = -100
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two directories atomically with Linux's renameat2; False where it is unavailable."""
+    if sys.platform != "linux":
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    result = renameat2(
+        _AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE
+    )
+    return bool(result == 0)
