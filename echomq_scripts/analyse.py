@@ -197,6 +197,7 @@ class _Walker:
             )
         binding = _Binding(name, node, kind, scope.depth)
         scope.names[name] = binding
+        self.resolved[node.id] = binding
         self.bindings.append(binding)
         return binding
 

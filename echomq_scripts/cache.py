@@ -1,14 +1,16 @@
-"""The analysis cache: `Facts` stored by the hash of the analyser's own code and the script text.
+"""The analysis cache: `Facts` stored by the hash of the analyser and the script text.
 
 A rebuild whose scripts did not change loads every result from here and never starts Lua or
-tree-sitter. The key covers the analyser's source files, so editing the analyser (even without
-a version bump) never serves a stale result. Entries are small JSON files; a damaged or
-unreadable entry counts as a miss, and a cache that cannot be written only costs speed.
+tree-sitter. The key covers the analyser's source files and the installed parser packages, so
+editing the analyser or upgrading a parser never serves a stale result. Entries are small JSON
+files; a damaged or unreadable entry counts as a miss, and a cache that cannot be written only
+costs speed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -16,8 +18,9 @@ from pathlib import Path
 
 from .analyse import Facts
 
-# The modules whose code decides what `Facts` holds.
+# The modules whose code decides what `Facts` holds, and the packages they parse with.
 _ANALYSER_MODULES = ("analyse.py", "syntax.py", "redis_lua.py")
+_PARSER_PACKAGES = ("tree_sitter", "tree_sitter_lua", "lupa")
 
 
 def default_cache_dir() -> Path:
@@ -34,6 +37,13 @@ def _analyser_fingerprint() -> bytes:
     here = Path(__file__).parent
     for name in _ANALYSER_MODULES:
         digest.update((here / name).read_bytes())
+    # An upgraded parser is a new file on disk: its location, size and time stand in for its
+    # version, found without importing it (importing is what the cache exists to avoid).
+    for package in _PARSER_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin:
+            stat = os.stat(spec.origin)
+            digest.update(f"{spec.origin}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     return digest.digest()
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .analyse import Facts, TableUse
 from .codes import ERROR_CODES
-from .diagnostics import Diagnostic, Severity
+from .diagnostics import Diagnostic, Severity, plural
 from .header import Header, Slot
 from .resolve import ResolvedScript
 
@@ -24,10 +24,6 @@ class CheckOptions:
     require_header: bool
     # How findings name the source root ("lua_src"), for places quoted inside messages.
     src_display: str = "."
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 class _Reporter:

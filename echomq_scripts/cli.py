@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__
-from .diagnostics import Diagnostic, Severity, format_json, format_text
+from .diagnostics import Diagnostic, Severity, format_json, format_text, plural
 from .errors import ConfigError, EchoMQScriptsError
 from .linemap import LineMap
 
@@ -105,7 +105,7 @@ def build(
     if not failed and output_format == "text" and not check_only:
         state = "wrote" if result.wrote else "up to date:"
         click.echo(
-            f"{state} {out} ({len(result.scripts)} scripts, {result.analysed} analysed,"
+            f"{state} {out} ({plural(len(result.scripts), 'script')}, {result.analysed} analysed,"
             f" {result.from_cache} from cache)"
         )
     sys.exit(1 if failed else 0)

@@ -39,7 +39,8 @@ def load_config(src: Path, strict: bool | None = None) -> Config:
     """
     if not src.is_dir():
         raise ConfigError(f"{src}: source directory not found")
-    pyproject = src.parent / "pyproject.toml"
+    # resolve() first: the parent of a relative "." would be "." itself.
+    pyproject = src.resolve().parent / "pyproject.toml"
     table: dict[str, object] = {}
     project_version = "0.0.0"
     if pyproject.is_file():

@@ -80,6 +80,10 @@ def format_json(diagnostics: Iterable[Diagnostic]) -> str:
     return json.dumps(rows, indent=2) + "\n"
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def has_failures(diagnostics: Iterable[Diagnostic], strict: bool) -> bool:
     """True when the findings fail the run: any error, or any warning under --strict."""
     return any(d.severity is Severity.ERROR or strict for d in diagnostics)

@@ -18,7 +18,7 @@ SCRIPT_NAME = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)-(?P<keys>0|[1-9][0-
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One source file's text, split into lines, and the sha256 of that ('\\n'-ended) text."""
+    """One source file's text, split into lines, and the sha256 of that text with CRLF as LF."""
 
     path: str  # relative to the source root, with '/' separators
     lines: tuple[str, ...]

@@ -55,7 +55,7 @@ def test_clean_build_prints_a_summary_and_nothing_on_stderr(in_tmp: Path) -> Non
     os.chdir(in_tmp / "clean")
     result = invoke("build", "--no-cache")
     assert (result.exit_code, result.stderr) == (0, "")
-    assert result.stdout == "wrote build (1 scripts, 1 analysed, 0 from cache)\n"
+    assert result.stdout == "wrote build (1 script, 1 analysed, 0 from cache)\n"
     assert (in_tmp / "clean" / "build" / "scripts" / "touch-3.lua").is_file()
 
 
@@ -65,7 +65,7 @@ def test_findings_exit_1_and_build_writes_nothing(in_tmp: Path) -> None:
     result = invoke("build", "--no-cache")
     assert result.exit_code == 1
     assert "[keys-range]" in result.stderr
-    assert result.stderr.endswith("7 error(s), 3 warning(s)\n")
+    assert result.stderr.endswith("8 error(s), 3 warning(s)\n")
     assert not (in_tmp / "keys" / "build").exists()
 
 
@@ -193,3 +193,11 @@ def test_repo_sources_are_clean_under_strict() -> None:
         cli, ["check", "--src", str(REPO / "lua_src"), "--strict", "--no-cache"]
     )
     assert (result.exit_code, result.stderr) == (0, "")
+
+
+def test_settings_are_found_when_src_is_the_current_directory(in_tmp: Path) -> None:
+    copy_fixture("require-header", in_tmp)
+    os.chdir(in_tmp / "require-header" / "lua_src")
+    result = invoke("check", "--src", ".", "--no-cache")
+    assert result.exit_code == 1
+    assert "error: script has no header" in result.stderr
