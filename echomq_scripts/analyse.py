@@ -189,11 +189,16 @@ class _Walker:
         name = node.text.decode("utf-8")
         hidden = scope.lookup(name)
         if hidden is not None and name != "_" and name != "self":
-            self.finding(
-                node,
-                "shadowed-local",
-                f"local '{name}' shadows the one declared",
-                related_row=hidden.row,
+            point = node.start_point
+            self.facts.findings.append(
+                Finding(
+                    point.row,
+                    point.column,
+                    "shadowed-local",
+                    f"local '{name}' shadows the one declared",
+                    related_row=hidden.row,
+                    top_level=scope.depth == 0,
+                )
             )
         binding = _Binding(name, node, kind, scope.depth)
         scope.names[name] = binding
@@ -201,9 +206,9 @@ class _Walker:
         self.bindings.append(binding)
         return binding
 
-    def finding(self, node: Any, code: str, message: str, related_row: int | None = None) -> None:
+    def finding(self, node: Any, code: str, message: str) -> None:
         point = node.start_point
-        self.facts.findings.append(Finding(point.row, point.column, code, message, related_row))
+        self.facts.findings.append(Finding(point.row, point.column, code, message))
 
     def v_identifier(self, node: Any, scope: _Scope) -> None:
         name = node.text.decode("utf-8")

@@ -105,6 +105,17 @@ def _code_findings(report: _Reporter, facts: Facts) -> None:
         in_include = report.script.origin(finding.row)[0] != script_path
         if finding.code == "unused-local" and finding.top_level and in_include:
             continue
+        # A parameter or inner local of an include may hide a script's top-level local only
+        # because the include was pasted below it: its author cannot know every includer's names.
+        # Two top-level declarations of one name stay reported: the second replaces the first.
+        if (
+            finding.code == "shadowed-local"
+            and finding.related_row is not None
+            and not finding.top_level
+            and report.script.origins_file(finding.row)
+            != report.script.origins_file(finding.related_row)
+        ):
+            continue
         message = finding.message
         if finding.related_row is not None:
             message += f" at {report.place(finding.related_row)}"
