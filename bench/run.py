@@ -1,0 +1,400 @@
+"""Benchmarks of `echomq-scripts build`: whole-process times, growth, imports and parsers.
+
+Run it with `make bench` (or `.venv/bin/python bench/run.py --help` for the options). It prints
+the tables and writes bench/results.json; docs/benchmarks.md explains each row.
+
+How to read the numbers: every timed row is the median wall time of at least 5 runs of a whole
+process (`.venv/bin/echomq-scripts build ...`), after an untimed warm-up round, so it includes
+interpreter start-up and imports, as a user's command does. The first rows time Python doing
+nothing (`python -c pass`, the floor) and importing click, with the same interpreter and
+environment in the same run; divide by the floor (`x floor`) or subtract it (`+floor ms`) to
+compare runs made on different machines or days. "cold" means an empty analysis cache and no
+output directory, "no-op" a rebuild of unchanged sources into an up-to-date output directory,
+which analyses nothing. The targets come from the issue and apply to whole-process wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import imports
+import parsers
+import report
+import treegen
+from timing import Measurement, Plan, child_environment, measure_rounds
+
+REPO = Path(__file__).resolve().parent.parent
+COLD_TARGET_MS = 150.0  # cold build of all of lua_src/, whole process
+NOOP_TARGET_MS = 40.0  # no-op rebuild, whole process
+_PACKAGES = ("echomq-scripts", "click", "lupa", "tree-sitter", "tree-sitter-lua", "luaparser")
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What every row needs: the commands, the environment, the run count and a scratch dir."""
+
+    python: str
+    cli: str
+    env: dict[str, str]
+    runs: int
+    scratch: Path
+
+    def build_command(self, src: Path, out: Path, cache: Path) -> list[str]:
+        return [self.cli, "build", "--src", str(src), "--out", str(out), "--cache-dir", str(cache)]
+
+
+@dataclass(frozen=True)
+class BuildDirs:
+    src: Path
+    out: Path
+    cache: Path
+
+
+def _progress(message: str) -> None:
+    print(f"... {message}", file=sys.stderr, flush=True)
+
+
+def _fresh(dirs: BuildDirs) -> Callable[[], None]:
+    """Before a cold run: an empty cache directory and no output directory."""
+
+    def reset() -> None:
+        shutil.rmtree(dirs.cache, ignore_errors=True)
+        shutil.rmtree(dirs.out, ignore_errors=True)
+        dirs.cache.mkdir(parents=True)
+
+    return reset
+
+
+def _dirs(bench: Bench, label: str, src: Path) -> BuildDirs:
+    work = bench.scratch / label
+    work.mkdir(parents=True, exist_ok=True)
+    return BuildDirs(src, work / "out", work / "cache")
+
+
+# -- rows -------------------------------------------------------------------------------------
+
+
+def floor_plans(bench: Bench) -> list[Plan]:
+    """The interpreter's own cost, and the CLI's before it builds anything."""
+    rows = [
+        Measurement(
+            "python -S -c pass (no site, no .pth files)",
+            "floor",
+            [bench.python, "-S", "-c", "pass"],
+        ),
+        Measurement("python -c pass (the floor)", "floor", [bench.python, "-c", "pass"]),
+        Measurement('python -c "import click"', "floor", [bench.python, "-c", "import click"]),
+        Measurement("echomq-scripts --version (CLI start-up)", "floor", [bench.cli, "--version"]),
+    ]
+    return [Plan(row, bench.env) for row in rows]
+
+
+def cold_plan(
+    bench: Bench, name: str, dirs: BuildDirs, scripts: int, target: float | None = None
+) -> Plan:
+    command = bench.build_command(dirs.src, dirs.out, dirs.cache)
+    expect = ("wrote", f"({scripts} scripts, {scripts} analysed, 0 from cache)")
+    row = Measurement(name, "build", command, target_ms=target)
+    return Plan(row, bench.env, prepare=_fresh(dirs), expect=expect)
+
+
+def noop_plan(
+    bench: Bench,
+    name: str,
+    dirs: BuildDirs,
+    target: float | None = None,
+    env: dict[str, str] | None = None,
+    prepare: Callable[[], None] | None = None,
+    note: str = "",
+) -> Plan:
+    """The warm-up round makes the build; every timed run must find it up to date."""
+    command = bench.build_command(dirs.src, dirs.out, dirs.cache)
+    row = Measurement(name, "build", command, target_ms=target, note=note)
+    return Plan(row, env or bench.env, prepare, expect=("up to date", " 0 analysed"))
+
+
+def lua_src_plans(bench: Bench) -> tuple[list[Plan], BuildDirs]:
+    """The repository's own scripts: the rows the issue's targets are about."""
+    src = REPO / "lua_src"
+    count = sum(1 for p in src.glob("*.lua") if p.is_file())
+    cold_dirs = _dirs(bench, "lua-cold", src)
+    cold = cold_plan(
+        bench, f"cold build, lua_src/ ({count} scripts)", cold_dirs, count, COLD_TARGET_MS
+    )
+    dirs = _dirs(bench, "lua-noop", src)
+    noop = noop_plan(bench, "no-op rebuild, lua_src/", dirs, NOOP_TARGET_MS)
+    source_only = noop_plan(
+        bench,
+        "no-op rebuild, lua_src/, package not byte-compiled",
+        dirs,
+        env=_source_only_env(bench),
+        prepare=_strip_package_bytecode(bench),
+        note=_SOURCE_ONLY_NOTE,
+    )
+    return [cold, noop, source_only], dirs
+
+
+_SOURCE_ONLY_NOTE = (
+    "PYTHONDONTWRITEBYTECODE=1 and no .pyc for echomq_scripts (the rest of the bytecode cache"
+    " warm): what a shell that sets PYTHONDONTWRITEBYTECODE sees with an editable install"
+)
+
+
+def _source_only_env(bench: Bench) -> dict[str, str]:
+    env = dict(bench.env)
+    env["PYTHONPYCACHEPREFIX"] = str(bench.scratch / "pycache-no-package")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _strip_package_bytecode(bench: Bench) -> Callable[[], None]:
+    """Before each run: the shared bytecode cache, copied, less the package's own modules.
+
+    The copy is made on the first call, in the warm-up round, after the rows before this one
+    have filled the shared cache.
+    """
+    shared = Path(bench.env["PYTHONPYCACHEPREFIX"])
+    copy = Path(_source_only_env(bench)["PYTHONPYCACHEPREFIX"])
+
+    def strip() -> None:
+        if not copy.exists():
+            shutil.copytree(shared, copy)
+        package = REPO / "echomq_scripts"
+        shutil.rmtree(copy / package.relative_to(package.anchor), ignore_errors=True)
+
+    return strip
+
+
+def growth_plans(bench: Bench, sizes: Sequence[int]) -> tuple[list[Plan], list[Plan], list[Path]]:
+    """Cold and no-op builds of a generated tree of each size; also their output dirs."""
+    cold: list[Plan] = []
+    noop: list[Plan] = []
+    outs: list[Path] = []
+    for size in sizes:
+        tree = treegen.write_tree(bench.scratch / f"tree-{size}", size)
+        cold_dirs = _dirs(bench, f"gen{size}-cold", tree.src)
+        cold.append(cold_plan(bench, f"cold build, {size} generated scripts", cold_dirs, size))
+        dirs = _dirs(bench, f"gen{size}-noop", tree.src)
+        noop.append(noop_plan(bench, f"no-op rebuild, {size} generated scripts", dirs))
+        outs.append(dirs.out)
+    return cold, noop, outs
+
+
+def import_profile(bench: Bench, dirs: BuildDirs, runs: int) -> imports.ImportProfile:
+    _progress("python -X importtime on the no-op rebuild")
+    command = [
+        bench.python,
+        "-X",
+        "importtime",
+        *bench.build_command(dirs.src, dirs.out, dirs.cache),
+    ]
+    return imports.profile(command, bench.env, runs)
+
+
+def parser_comparison(
+    bench: Bench, script_dirs: Sequence[Path], sample: int
+) -> tuple[list[parsers.ParserResult], list[parsers.Script]]:
+    _progress("parser comparison")
+    scripts = parsers.load_scripts(script_dirs, sample)
+    return parsers.compare(scripts, bench.runs), scripts
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+def _versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def machine_info(runs: int) -> dict[str, Any]:
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "python": sys.version,
+        "python_executable": sys.executable,
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_used": sorted(os.sched_getaffinity(0)),
+        "load_average_before": list(os.getloadavg()),
+        "runs_per_row": runs,
+        "caller_PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE"),
+        "bytecode": "cached under a temporary PYTHONPYCACHEPREFIX, warm after the warm-up round",
+        "packages": _versions(),
+    }
+
+
+def _runs(value: str) -> int:
+    runs = int(value)
+    if runs < 5:
+        raise argparse.ArgumentTypeError("at least 5 runs per row")
+    return runs
+
+
+def _sizes(value: str) -> list[int]:
+    return [int(part) for part in value.split(",") if part.strip()]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument(
+        "--runs", type=_runs, default=7, help="timed runs per row, >= 5 (default 7)"
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=[10, 100, 1000],
+        help="generated tree sizes (default 10,100,1000)",
+    )
+    parser.add_argument(
+        "--parser-sample",
+        type=int,
+        default=200,
+        help="generated scripts in the parser comparison (default 200)",
+    )
+    parser.add_argument(
+        "--import-runs", type=_runs, default=5, help="runs of -X importtime (default 5)"
+    )
+    parser.add_argument(
+        "--cpus",
+        type=_sizes,
+        default=None,
+        help="pin to these CPU ids, e.g. 1 (default: as started)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=REPO / "bench" / "results.json",
+        help="where to write the results",
+    )
+    return parser.parse_args(argv)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything one run measured."""
+
+    rows: list[Measurement]
+    cold: list[Measurement]
+    noop: list[Measurement]
+    profile: imports.ImportProfile
+    parser_results: list[parsers.ParserResult]
+    scripts: list[parsers.Script]
+
+
+def run_all(bench: Bench, args: argparse.Namespace) -> Outcome:
+    floors = floor_plans(bench)
+    lua_plans, lua_dirs = lua_src_plans(bench)
+    cold, noop, outs = growth_plans(bench, args.sizes)
+    growth = [p for pair in zip(cold, noop, strict=True) for p in pair]
+    plans = [*floors, *lua_plans, *growth]
+    measure_rounds(plans, args.runs, _progress)
+    profile = import_profile(bench, lua_dirs, args.import_runs)
+    script_dirs = [lua_dirs.out / "scripts"] + ([outs[-1] / "scripts"] if outs else [])
+    results, scripts = parser_comparison(bench, script_dirs, args.parser_sample)
+    rows = [p.row for p in plans]
+    return Outcome(rows, [p.row for p in cold], [p.row for p in noop], profile, results, scripts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.cpus:
+        os.sched_setaffinity(0, args.cpus)
+    cli = Path(sys.executable).with_name("echomq-scripts")
+    if not cli.exists():
+        print(f"error: {cli} not found: run 'make build' first", file=sys.stderr)
+        return 2
+    info = machine_info(args.runs)
+    with tempfile.TemporaryDirectory(prefix="echomq-bench-") as scratch:
+        env = child_environment(str(Path(scratch) / "pycache"))
+        outcome = run_all(Bench(sys.executable, str(cli), env, args.runs, Path(scratch)), args)
+    info["load_average_after"] = list(os.getloadavg())
+    print(_summary(info, args.sizes, outcome))
+    args.json.write_text(json.dumps(_json(info, outcome), indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {args.json}")
+    return 0
+
+
+def _floor(outcome: Outcome) -> float:
+    return next(r.wall_ms for r in outcome.rows if r.command[1:] == ["-c", "pass"])
+
+
+def _json(info: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
+    floor = _floor(outcome)
+    profile = outcome.profile
+    return {
+        "machine": info,
+        "floor_ms": round(floor, 3),
+        "rows": [report.measurement_json(r, floor) for r in outcome.rows],
+        "imports_noop_lua_src": {
+            "runs": profile.runs,
+            "total_ms": round(profile.total_ms, 3),
+            "tree_cumulative_ms": [
+                {"depth": depth, "module": name, "ms": round(ms, 3)}
+                for depth, name, ms in profile.tree_ms
+            ],
+            "self_ms_by_package": {k: round(v, 3) for k, v in profile.by_package_ms},
+        },
+        "parsers": {
+            "scripts": len(outcome.scripts),
+            "lines": sum(s.text.count("\n") for s in outcome.scripts),
+            "results": [
+                report.parser_json(r, outcome.parser_results[0].median_ms)
+                for r in outcome.parser_results
+            ],
+        },
+    }
+
+
+def _summary(info: dict[str, Any], sizes: Sequence[int], outcome: Outcome) -> str:
+    head = (
+        f"echomq-scripts build benchmark: Python {platform.python_version()}, CPUs"
+        f" {info['cpus_used']} of {info['cpu_count']} ({info['cpu_model']}), median of"
+        f" {info['runs_per_row']} runs per row, whole-process wall time"
+    )
+    lines = sum(s.text.count("\n") for s in outcome.scripts)
+    sections = [head, "", report.timing_table(outcome.rows, _floor(outcome))]
+    if sizes:
+        growth = report.growth_table(sizes, outcome.cold, outcome.noop)
+        sections += ["", "growth (generated trees)", growth]
+    sections += [
+        "",
+        "imports of the no-op rebuild of lua_src/ (python -X importtime)",
+        report.import_table(outcome.profile),
+        "",
+        "parsers on the same resolved scripts (in-process)",
+        report.parser_table(outcome.parser_results, len(outcome.scripts), lines),
+    ]
+    return "\n".join(sections)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
