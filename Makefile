@@ -24,7 +24,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	tools/setup.sh redis
-	$(BIN)/pip install -q -e '.[dev,bench]'
+	$(BIN)/pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat
 	$(BIN)/python bench/run.py
 
 # Rewrite the expected findings of tests/fixtures after a deliberate change; review the diff.

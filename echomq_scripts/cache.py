@@ -1,26 +1,37 @@
-"""The analysis cache: `Facts` stored by the hash of the analyser and the script text.
+"""The two caches of the build, both kept outside git (see `default_cache_dir`).
 
-A rebuild whose scripts did not change loads every result from here and never starts Lua or
-tree-sitter. The key covers the analyser's source files and the installed parser packages, so
-editing the analyser or upgrading a parser never serves a stale result. Entries are small JSON
-files; a damaged or unreadable entry counts as a miss, and a cache that cannot be written only
-costs speed.
+Analysis cache: `Facts` stored by the hash of the analyser and the script text, so a script that
+did not change is never parsed again. The key covers the analyser's source files and the
+installed parser packages: editing the analyser or upgrading a parser never serves a stale
+result.
+
+Build stamps: after a successful `build`, a stamp records a digest of every input (each file
+under the source directory, the project's pyproject.toml, the command's settings, the tool's own
+code) and the sha256 of every file written. A later `build` with the same digest, whose output
+directory still holds exactly those files, replays the stamped findings and stops without
+loading the checker, the parsers or the emitter. Anything else (a changed byte anywhere, an
+edited or extra output file, a damaged stamp) takes the full path, which stamps again.
+
+Damaged or unreadable entries count as misses, and a cache that cannot be written only costs
+speed. This module is on the no-op rebuild's hot path, so it imports only light modules.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
-import tempfile
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .analyse import Facts
+if TYPE_CHECKING:
+    from .analyse import Facts
 
-# The modules whose code decides what `Facts` holds, and the packages they parse with.
+_PACKAGE_DIR = Path(__file__).parent
+# The modules whose code decides what `Facts` holds.
 _ANALYSER_MODULES = ("analyse.py", "syntax.py", "redis_lua.py")
-_PARSER_PACKAGES = ("tree_sitter", "tree_sitter_lua", "lupa")
+_STAMP_FORMAT = 1
 
 
 def default_cache_dir() -> Path:
@@ -32,19 +43,33 @@ def default_cache_dir() -> Path:
     return Path(base) / "echomq-scripts"
 
 
-def _analyser_fingerprint() -> bytes:
+def tool_fingerprint(modules: tuple[str, ...] | None = None) -> bytes:
+    """A digest of this package's code (or of `modules` only) and of the installed parsers."""
     digest = hashlib.sha256()
-    here = Path(__file__).parent
-    for name in _ANALYSER_MODULES:
-        digest.update((here / name).read_bytes())
-    # An upgraded parser is a new file on disk: its location, size and time stand in for its
-    # version, found without importing it (importing is what the cache exists to avoid).
-    for package in _PARSER_PACKAGES:
-        spec = importlib.util.find_spec(package)
-        if spec is not None and spec.origin:
-            stat = os.stat(spec.origin)
-            digest.update(f"{spec.origin}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    names = modules or tuple(sorted(p.name for p in _PACKAGE_DIR.glob("*.py")))
+    for name in names:
+        digest.update(name.encode() + b"\0" + (_PACKAGE_DIR / name).read_bytes())
+    # An upgraded parser is a new file on disk: the location, size and time of its __init__.py
+    # stand in for its version, found without importing it (which the caches exist to avoid).
+    for package in ("tree_sitter", "tree_sitter_lua", "lupa"):
+        for entry in sys.path:
+            init = os.path.join(entry or ".", package, "__init__.py")
+            if os.path.isfile(init):
+                stat = os.stat(init)
+                digest.update(f"{init}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+                break
     return digest.digest()
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # Written whole and renamed, so a concurrent build never reads half an entry.
+    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+    except OSError:
+        temp.unlink(missing_ok=True)
 
 
 class AnalysisCache:
@@ -52,7 +77,7 @@ class AnalysisCache:
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
-        self._fingerprint = _analyser_fingerprint() if directory is not None else b""
+        self._fingerprint = tool_fingerprint(_ANALYSER_MODULES) if directory is not None else b""
 
     def _path(self, text: str) -> Path | None:
         if self.directory is None:
@@ -61,6 +86,8 @@ class AnalysisCache:
         return self.directory / f"{key}.json"
 
     def get(self, text: str) -> Facts | None:
+        from .analyse import Facts
+
         path = self._path(text)
         if path is None:
             return None
@@ -71,14 +98,71 @@ class AnalysisCache:
 
     def put(self, text: str, facts: Facts) -> None:
         path = self._path(text)
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Written whole and renamed, so a concurrent build never reads half an entry.
-            fd, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(facts.to_json(), handle)
-            os.replace(temp, path)
-        except OSError:
-            pass
+        if path is not None:
+            _write_atomically(path, json.dumps(facts.to_json()))
+
+
+def inputs_digest(src: Path, out: Path, settings: str) -> str | None:
+    """The digest of everything a build of `src` into `out` reads; None when `src` is unusable."""
+    root = src.resolve()
+    if not root.is_dir():
+        return None
+    digest = hashlib.sha256(tool_fingerprint())
+    digest.update(f"{root}\0{out.resolve()}\0{settings}\0".encode())
+    pyproject = root.parent / "pyproject.toml"
+    if pyproject.is_file():
+        digest.update(b"pyproject\0" + pyproject.read_bytes())
+    for path in _files_under(root):
+        digest.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _files_under(root: Path) -> list[Path]:
+    # Followed links count as what they point at; a link cycle is walked once.
+    found: list[Path] = []
+    seen: set[str] = set()
+    for directory, subdirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(directory)
+        if real in seen:
+            subdirs.clear()
+            continue
+        seen.add(real)
+        subdirs.sort()
+        found += [Path(directory, name) for name in sorted(files)]
+    return [p for p in found if p.is_file()]
+
+
+def _stamp_path(cache_dir: Path, digest: str) -> Path:
+    return cache_dir / "builds" / f"{digest}.json"
+
+
+def replay_build(cache_dir: Path, digest: str, out: Path) -> dict[str, Any] | None:
+    """The stamp of an identical earlier build, if `out` still holds exactly its files."""
+    try:
+        stamp = json.loads(_stamp_path(cache_dir, digest).read_bytes())
+        if stamp.get("format") != _STAMP_FORMAT:
+            return None
+        expected: dict[str, str] = stamp["outputs"]
+        present = {
+            p.relative_to(out).as_posix(): p
+            for p in out.rglob("*")
+            if p.is_file() or p.is_symlink()
+        }
+        if present.keys() != expected.keys():
+            return None
+        for name, path in present.items():
+            if hashlib.sha256(path.read_bytes()).hexdigest() != expected[name]:
+                return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return dict(stamp)
+
+
+def stamp_build(
+    cache_dir: Path, digest: str, files: dict[str, bytes], report: dict[str, Any]
+) -> None:
+    """Record a successful build of the inputs `digest` names, with what it reported."""
+    outputs = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+    stamp = {"format": _STAMP_FORMAT, "outputs": outputs, **report}
+    _write_atomically(_stamp_path(cache_dir, digest), json.dumps(stamp))

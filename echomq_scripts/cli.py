@@ -9,14 +9,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from . import __version__
-from .diagnostics import Diagnostic, Severity, format_json, format_text, plural
 from .errors import ConfigError, EchoMQScriptsError
-from .linemap import LineMap
+
+if TYPE_CHECKING:
+    from .cache import AnalysisCache
+    from .config import Config
+    from .diagnostics import Diagnostic
+    from .pipeline import BuildResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,21 +98,37 @@ def build(
     Example:
         echomq-scripts build --src lua_src --out build
     """
+    from .cache import default_cache_dir, inputs_digest, replay_build, stamp_build
+
+    cache_root = None if no_cache else (cache_dir or default_cache_dir())
+    digest = None
+    if cache_root is not None and not check_only:
+        digest = inputs_digest(src, out, f"strict={strict}")
+        stamp = replay_build(cache_root, digest, out) if digest else None
+        if stamp is not None:
+            # Nothing changed since a build that passed: say what it said, touch nothing.
+            _print_findings(stamp["findings"], output_format)
+            _print_summary(output_format, "up to date:", out, stamp["scripts"], 0, stamp["scripts"])
+            sys.exit(0)
+
     from . import pipeline
 
-    config, cache = _setup(src, strict, cache_dir, no_cache)
+    config, cache = _setup(src, strict, cache_root)
     if check_only:
         result = pipeline.check(config, cache)
     else:
         result = _run(lambda: pipeline.build(config, cache, out))
-    failed = _report(result.diagnostics, output_format, config.strict)
-    if not failed and output_format == "text" and not check_only:
+    findings = _render(result.diagnostics)
+    _print_findings(findings, output_format)
+    if result.failed(config.strict):
+        sys.exit(1)
+    if not check_only:
         state = "wrote" if result.wrote else "up to date:"
-        click.echo(
-            f"{state} {out} ({plural(len(result.scripts), 'script')}, {result.analysed} analysed,"
-            f" {result.from_cache} from cache)"
-        )
-    sys.exit(1 if failed else 0)
+        count = len(result.scripts)
+        _print_summary(output_format, state, out, count, result.analysed, result.from_cache)
+        if cache_root is not None and digest is not None:
+            stamp_build(cache_root, digest, result.files, {"findings": findings, "scripts": count})
+    sys.exit(0)
 
 
 @cli.command()
@@ -123,10 +143,12 @@ def check(
         echomq-scripts check --src lua_src --strict
     """
     from . import pipeline
+    from .cache import default_cache_dir
 
-    config, cache = _setup(src, strict, cache_dir, no_cache)
+    config, cache = _setup(src, strict, None if no_cache else (cache_dir or default_cache_dir()))
     result = pipeline.check(config, cache)
-    sys.exit(1 if _report(result.diagnostics, output_format, config.strict) else 0)
+    _print_findings(_render(result.diagnostics), output_format)
+    sys.exit(1 if result.failed(config.strict) else 0)
 
 
 @cli.command()
@@ -155,6 +177,8 @@ def explain(location: str, out: Path, src: Path) -> None:
     script, _, raw_line = location.rpartition(":")
     if not script or not raw_line.isdigit() or int(raw_line) < 1:
         raise click.UsageError(f"expected SCRIPT:LINE (e.g. extendLock-2:12), got {location!r}")
+    from .linemap import LineMap
+
     script = Path(script).name.removesuffix(".lua")
     map_path = out / "maps" / f"{script}.json"
     try:
@@ -178,18 +202,18 @@ def explain(location: str, out: Path, src: Path) -> None:
     click.echo(f"{(src / source).as_posix()}:{line}" + (f": {text}" if text else ""))
 
 
-def _setup(src: Path, strict: bool | None, cache_dir: Path | None, no_cache: bool) -> Any:
-    from .cache import AnalysisCache, default_cache_dir
+def _setup(src: Path, strict: bool | None, cache_dir: Path | None) -> tuple[Config, AnalysisCache]:
+    from .cache import AnalysisCache
     from .config import load_config
 
     try:
         config = load_config(src, strict)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    return config, AnalysisCache(None if no_cache else (cache_dir or default_cache_dir()))
+    return config, AnalysisCache(cache_dir)
 
 
-def _run(action: Callable[[], Any]) -> Any:
+def _run(action: Callable[[], BuildResult]) -> BuildResult:
     try:
         return action()
     except ConfigError as exc:
@@ -198,18 +222,31 @@ def _run(action: Callable[[], Any]) -> Any:
         raise click.ClickException(str(exc)) from None
 
 
-def _report(diagnostics: list[Diagnostic], output_format: str, strict: bool) -> bool:
-    """Print the findings; True when they fail the run."""
-    from .diagnostics import has_failures
+def _render(diagnostics: list[Diagnostic]) -> dict[str, str]:
+    """The findings as each format prints them: text for stderr, JSON for stdout."""
+    from .diagnostics import Severity, format_json, format_text
 
-    if output_format == "json":
-        click.echo(format_json(diagnostics), nl=False)
-    elif diagnostics:
-        click.echo(format_text(diagnostics), nl=False, err=True)
+    text = ""
+    if diagnostics:
         errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
         warnings = len(diagnostics) - errors
-        click.echo(f"{errors} error(s), {warnings} warning(s)", err=True)
-    return has_failures(diagnostics, strict)
+        text = format_text(diagnostics) + f"{errors} error(s), {warnings} warning(s)\n"
+    return {"text": text, "json": format_json(diagnostics)}
+
+
+def _print_findings(findings: dict[str, str], output_format: str) -> None:
+    if output_format == "json":
+        click.echo(findings["json"], nl=False)
+    elif findings["text"]:
+        click.echo(findings["text"], nl=False, err=True)
+
+
+def _print_summary(
+    output_format: str, state: str, out: Path, scripts: int, analysed: int, cached: int
+) -> None:
+    if output_format == "text":
+        noun = "script" if scripts == 1 else "scripts"
+        click.echo(f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)")
 
 
 def main() -> None:

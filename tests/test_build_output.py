@@ -200,7 +200,7 @@ def test_noop_rebuild_analyses_nothing(tmp_path: Path) -> None:
 
 
 def test_noop_rebuild_loads_no_parser(tmp_path: Path) -> None:
-    """A cached rebuild never imports tree-sitter or Lua: the whole point of the cache."""
+    """An unchanged rebuild loads neither the parsers nor the checker nor the emitter."""
     project = repo_copy(tmp_path / "p")
     cache = tmp_path / "cache"
     build_in_subprocess(project, cache, {})
@@ -208,7 +208,8 @@ def test_noop_rebuild_loads_no_parser(tmp_path: Path) -> None:
         "import sys\n"
         "from echomq_scripts.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('tree_sitter', 'tree_sitter_lua', 'lupa') if m in sys.modules))"
+        "heavy = ('tree_sitter', 'lupa', 'echomq_scripts.analyse', 'echomq_scripts.emit')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
     output = subprocess.run(
         [sys.executable, "-c", probe, "build", "--cache-dir", str(cache)],

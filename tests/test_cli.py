@@ -201,3 +201,43 @@ def test_settings_are_found_when_src_is_the_current_directory(in_tmp: Path) -> N
     result = invoke("check", "--src", ".", "--no-cache")
     assert result.exit_code == 1
     assert "error: script has no header" in result.stderr
+
+
+def test_unchanged_rebuild_replays_the_stamped_build(in_tmp: Path) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = str(in_tmp / "cache")
+    first = invoke("build", "--cache-dir", cache)
+    assert first.exit_code == 0
+    assert first.stdout == "wrote build (2 scripts, 2 analysed, 0 from cache)\n"
+    again = invoke("build", "--cache-dir", cache)
+    assert again.exit_code == 0
+    assert again.stdout == "up to date: build (2 scripts, 0 analysed, 2 from cache)\n"
+    # The warnings of the stamped build are printed again, in either format.
+    assert again.stderr == first.stderr
+    assert "[shadowed-local]" in again.stderr
+    as_json = invoke("build", "--cache-dir", cache, "--format", "json")
+    assert {f["code"] for f in json.loads(as_json.stdout)} == {"unused-local", "shadowed-local"}
+
+
+def test_any_changed_input_or_output_defeats_the_stamp(in_tmp: Path) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = str(in_tmp / "cache")
+    assert invoke("build", "--cache-dir", cache).exit_code == 0
+    include = Path("lua_src/includes/countJob.lua")
+    include.write_text(include.read_text() + "-- changed\n")
+    assert invoke("build", "--cache-dir", cache).stdout.startswith("wrote build")
+    # An output edited by hand is put back.
+    script = Path("build/scripts/locals-1.lua")
+    original = script.read_bytes()
+    script.write_text("return 0\n")
+    assert invoke("build", "--cache-dir", cache).stdout.startswith("wrote build")
+    assert script.read_bytes() == original
+    # A setting in pyproject.toml counts as an input: strict now fails on the warnings.
+    Path("pyproject.toml").write_text("[tool.echomq-scripts]\nstrict = true\n")
+    assert invoke("build", "--cache-dir", cache).exit_code == 1
+    # So does the command line's --strict.
+    Path("pyproject.toml").unlink()
+    assert invoke("build", "--cache-dir", cache).exit_code == 0
+    assert invoke("build", "--cache-dir", cache, "--strict").exit_code == 1
