@@ -112,26 +112,24 @@ def _failure(r: redis.Redis, out: Path, mode: str) -> str:
     return str(failed.value)
 
 
-def test_lua_error_maps_to_its_include_line(
-    failing_build: tuple[Path, LineMap], r: redis.Redis
+@pytest.mark.parametrize(
+    ("mode", "words", "source_line"),
+    [
+        # A Lua error: Redis names the line in front of the message and at its end.
+        ("lua", "cannot handle emq:{q}:target", 3),
+        # A Redis command's error: only at the end ("... on @user_script:N.").
+        ("redis", "not an integer", 8),
+    ],
+)
+def test_runtime_error_maps_to_its_include_line(
+    failing_build: tuple[Path, LineMap], r: redis.Redis, mode: str, words: str, source_line: int
 ) -> None:
     out, line_map = failing_build
-    message = _failure(r, out, "lua")
-    assert "cannot handle emq:{q}:target" in message
+    message = _failure(r, out, mode)
+    assert words in message
     line = error_line(message)
     assert line is not None
-    assert line_map.origin(line) == ("includes/failures.lua", 3)
-
-
-def test_redis_command_error_maps_to_its_include_line(
-    failing_build: tuple[Path, LineMap], r: redis.Redis
-) -> None:
-    out, line_map = failing_build
-    message = _failure(r, out, "redis")
-    assert "not an integer" in message
-    line = error_line(message)
-    assert line is not None
-    assert line_map.origin(line) == ("includes/failures.lua", 8)
+    assert line_map.origin(line) == ("includes/failures.lua", source_line)
 
 
 def test_error_line_reads_both_redis_formats(
