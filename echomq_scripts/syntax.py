@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_MESSAGE = re.compile(r"^user_script:(?P<line>\d+): (?P<message>.*)$", re.DOTALL)
-_NEAR = re.compile(r"near '(?P<token>.*)'$")
+_MESSAGE = re.compile(rb"^user_script:(?P<line>\d+): (?P<message>.*)$", re.DOTALL)
+_NEAR = re.compile(rb"near '(?P<token>.*)'$", re.DOTALL)
 
 _runtime: Any = None
 
@@ -32,26 +32,31 @@ def _loadstring() -> Any:
     if _runtime is None:
         from lupa import lua51
 
-        _runtime = lua51.LuaRuntime(register_eval=False, register_builtins=False)
+        # encoding=None: Lua's messages may quote a lone byte of a multi-byte character.
+        _runtime = lua51.LuaRuntime(encoding=None, register_eval=False, register_builtins=False)
     return _runtime.globals().loadstring
 
 
 def check_syntax(text: str) -> SyntaxProblem | None:
     """None when Lua 5.1 compiles `text`; otherwise where and why it does not."""
-    result = _loadstring()(text.encode("utf-8"), "@user_script")
+    source = text.encode("utf-8")
+    result = _loadstring()(source, b"@user_script")
     if not isinstance(result, tuple):
         return None
-    raw = result[1]
-    message = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    message = bytes(result[1])
     match = _MESSAGE.match(message)
     if match is None:
-        return SyntaxProblem(0, 0, message)
-    lines = text.split("\n")
-    if len(lines) > 1 and lines[-1] == "":
+        return SyntaxProblem(0, 0, message.decode("utf-8", "backslashreplace"))
+    lines = source.split(b"\n")
+    if len(lines) > 1 and lines[-1] == b"":
         lines.pop()  # the text's final newline does not start a line
     row = min(int(match["line"]), len(lines)) - 1
     detail = match["message"]
-    return SyntaxProblem(row, _column(lines, row, detail), detail + _hint(lines[row], detail))
+    near = _NEAR.search(detail)
+    token = near["token"] if near else None
+    col = _column(lines[row], token)
+    shown = detail.decode("utf-8", "backslashreplace")
+    return SyntaxProblem(row, col, shown + _hint(lines[row].decode("utf-8", "replace"), token))
 
 
 # Newer Lua syntax that 5.1 refuses with a message that does not say why.
@@ -65,9 +70,13 @@ _HINTS = (
 )
 
 
-def _hint(line: str, message: str) -> str:
-    if "expected near" not in message and "unexpected symbol" not in message:
+def _hint(line: str, token: bytes | None) -> str:
+    if token is None:
         return ""
+    if any(byte >= 0x80 for byte in token):
+        return (
+            " (outside strings and comments Lua 5.1 reads only ASCII: no curly quotes or accents)"
+        )
     code = line.split("--", 1)[0]
     for pattern, hint in _HINTS:
         if pattern.search(code):
@@ -75,13 +84,9 @@ def _hint(line: str, message: str) -> str:
     return ""
 
 
-def _column(lines: list[str], row: int, message: str) -> int:
-    near = _NEAR.search(message)
-    if near is None:
+def _column(line: bytes, token: bytes | None) -> int:
+    if token is None:
         return 0
-    token = near["token"]
-    line = lines[row].encode("utf-8")
-    if token == "<eof>":
+    if token == b"<eof>":
         return len(line)
-    found = line.find(token.encode("utf-8"))
-    return max(found, 0)
+    return max(line.find(token), 0)
