@@ -168,6 +168,12 @@ class _Walker:
                 self.facts.top_statement_rows.append(child.start_point.row)
             self.visit(child, scope)
         self.report_locals()
+        # What a local function's parameters receive: the arguments of its direct calls.
+        for call in self.calls:
+            for param, argument in zip(
+                self.local_function_params(call) or [], _call_arguments(call), strict=False
+            ):
+                param.values.append(argument)
         self.facts.keys = self.table_use("KEYS")
         self.facts.argv = self.table_use("ARGV")
         return self.facts
@@ -363,11 +369,13 @@ class _Walker:
             self.visit(child, scope)
 
     def v_return_statement(self, node: Any, scope: _Scope) -> None:
-        for expression in _expressions(_child_of_type(node, "expression_list")):
-            code = _negative_literal(expression)
-            if code is not None:
-                point = expression.start_point
-                self.facts.returned_codes.append((code, point.row, point.column))
+        expressions = _expressions(_child_of_type(node, "expression_list"))
+        # Redis replies with the first value a script returns: only that one can be a code.
+        code = _negative_literal(expressions[0]) if expressions else None
+        if code is not None:
+            point = expressions[0].start_point
+            self.facts.returned_codes.append((code, point.row, point.column))
+        for expression in expressions:
             self.visit(expression, scope)
 
     def v_ignore(self, node: Any, scope: _Scope) -> None:
@@ -413,32 +421,27 @@ class _Walker:
                 return bool(node.text == table.encode())
             return id(binding) in aliases
 
+        # A local is an alias when every value it is ever given is the table or an alias; one
+        # other value (`k = {}`) and its reads are its own. Growing only, this settles.
         changed = True
         while changed:
             changed = False
             for binding in self.bindings:
-                if id(binding) not in aliases and any(is_table(v) for v in binding.values):
+                if id(binding) in aliases or not binding.values:
+                    continue
+                if all(is_table(value) for value in binding.values):
                     aliases.add(id(binding))
                     changed = True
-            for call in self.calls:
-                params = self.local_function_params(call)
-                if params is None:
-                    continue
-                for index, argument in enumerate(_call_arguments(call)):
-                    param = params[index] if index < len(params) else None
-                    if param is not None and id(param) not in aliases and is_table(argument):
-                        aliases.add(id(param))
-                        changed = True
 
         use = TableUse()
         readers = [n for b in self.bindings if id(b) in aliases for n in b.reads]
         if table in GLOBALS:
             readers += [n for n in self.global_reads if n.text == table.encode()]
         for node in sorted(readers, key=lambda n: (n.start_point.row, n.start_point.column)):
-            self.classify(node, use)
+            self.classify(node, use, aliases)
         return use
 
-    def classify(self, node: Any, use: TableUse) -> None:
+    def classify(self, node: Any, use: TableUse, aliases: set[int]) -> None:
         parent = node.parent
         point = node.start_point
         if (
@@ -453,16 +456,19 @@ class _Walker:
             return
         if parent.type == "unary_expression" and parent.children[0].type == "#":
             return
+        # Handed to an alias (`local k = KEYS`, `f(KEYS)` for a local f): followed through it.
+        receiver: _Binding | None = None
         if parent.type == "expression_list" and parent.parent.type == "assignment_statement":
-            # `local k = KEYS` (or `k = KEYS` for a local k) is followed through k itself.
             position = _expressions(parent).index(node)
             targets = _expressions(_child_of_type(parent.parent, "variable_list"))
-            if position < len(targets) and self.resolved.get(targets[position].id) is not None:
-                return
-        if parent.type == "arguments":
-            params = self.local_function_params(parent.parent)
-            if params is not None and _call_arguments(parent.parent).index(node) < len(params):
-                return
+            if position < len(targets):
+                receiver = self.resolved.get(targets[position].id)
+        elif parent.type == "arguments":
+            params = self.local_function_params(parent.parent) or []
+            position = _call_arguments(parent.parent).index(node)
+            receiver = params[position] if position < len(params) else None
+        if receiver is not None and id(receiver) in aliases:
+            return
         use.whole.append((point.row, point.column))
 
     def local_function_params(self, call: Any) -> list[_Binding] | None:
@@ -513,18 +519,22 @@ def _call_arguments(call: Any) -> list[Any]:
 
 
 def _integer_literal(node: Any) -> int | None:
+    """The value of an integer literal, signed or parenthesised (`1`, `-1`, `(2)`, `0x10`)."""
+    while node is not None and node.type == "parenthesized_expression":
+        node = node.named_children[0]
+    if node is not None and node.type == "unary_expression" and node.children[0].type == "-":
+        operand = _integer_literal(node.child_by_field_name("operand"))
+        return None if operand is None else -operand
     if node is None or node.type != "number":
         return None
     text = node.text.decode("utf-8")
     try:
-        value = float(int(text, 16)) if text.lower().startswith("0x") else float(text)
+        number = float(int(text, 16)) if text.lower().startswith("0x") else float(text)
     except ValueError:
         return None
-    return int(value) if value.is_integer() else None
+    return int(number) if number.is_integer() else None
 
 
 def _negative_literal(node: Any) -> int | None:
-    if node.type != "unary_expression" or node.children[0].type != "-":
-        return None
-    value = _integer_literal(node.child_by_field_name("operand"))
-    return None if value is None else -value
+    value = _integer_literal(node)
+    return value if value is not None and value < 0 else None

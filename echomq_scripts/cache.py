@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .snapshot import Snapshot, read_tree
+
 if TYPE_CHECKING:
     from .analyse import Facts
 
@@ -102,35 +104,24 @@ class AnalysisCache:
             _write_atomically(path, json.dumps(facts.to_json()))
 
 
-def inputs_digest(src: Path, out: Path, settings: str) -> str | None:
-    """The digest of everything a build of `src` into `out` reads; None when `src` is unusable."""
-    root = src.resolve()
-    if not root.is_dir():
-        return None
+def inputs_digest(snapshot: Snapshot, src: Path, out: Path, settings: str) -> str:
+    """The digest of everything a build of the `snapshot` of `src` into `out` depends on."""
     digest = hashlib.sha256(tool_fingerprint())
-    digest.update(f"{root}\0{out.resolve()}\0{settings}\0".encode())
-    pyproject = root.parent / "pyproject.toml"
-    if pyproject.is_file():
-        digest.update(b"pyproject\0" + pyproject.read_bytes())
-    for path in _files_under(root):
-        digest.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
+
+    def add(part: bytes) -> None:
+        # Length-prefixed, so no two different sequences of parts digest alike.
+        digest.update(len(part).to_bytes(8, "big") + part)
+
+    for setting in (str(src.resolve()), str(out.resolve()), settings):
+        add(setting.encode())
+    try:
+        add((src.resolve().parent / "pyproject.toml").read_bytes())
+    except OSError:
+        add(b"\xff")  # none, or unreadable: load_config reports the latter
+    for name, data in snapshot.items():
+        add(name.encode())
+        add(b"\xff" if data is None else b"=" + data)
     return digest.hexdigest()
-
-
-def _files_under(root: Path) -> list[Path]:
-    # Followed links count as what they point at; a link cycle is walked once.
-    found: list[Path] = []
-    seen: set[str] = set()
-    for directory, subdirs, files in os.walk(root, followlinks=True):
-        real = os.path.realpath(directory)
-        if real in seen:
-            subdirs.clear()
-            continue
-        seen.add(real)
-        subdirs.sort()
-        found += [Path(directory, name) for name in sorted(files)]
-    return [p for p in found if p.is_file()]
 
 
 def _stamp_path(cache_dir: Path, digest: str) -> Path:
@@ -144,15 +135,11 @@ def replay_build(cache_dir: Path, digest: str, out: Path) -> dict[str, Any] | No
         if stamp.get("format") != _STAMP_FORMAT:
             return None
         expected: dict[str, str] = stamp["outputs"]
-        present = {
-            p.relative_to(out).as_posix(): p
-            for p in out.rglob("*")
-            if p.is_file() or p.is_symlink()
-        }
+        present = read_tree(out) if out.is_dir() else {}
         if present.keys() != expected.keys():
             return None
-        for name, path in present.items():
-            if hashlib.sha256(path.read_bytes()).hexdigest() != expected[name]:
+        for name, data in present.items():
+            if hashlib.sha256(data).hexdigest() != expected[name]:
                 return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

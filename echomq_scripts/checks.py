@@ -112,6 +112,7 @@ def _code_findings(report: _Reporter, facts: Facts) -> None:
             finding.code == "shadowed-local"
             and finding.related_row is not None
             and not finding.top_level
+            and in_include
             and report.script.origins_file(finding.row)
             != report.script.origins_file(finding.related_row)
         ):

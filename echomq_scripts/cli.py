@@ -98,13 +98,17 @@ def build(
     Example:
         echomq-scripts build --src lua_src --out build
     """
-    from .cache import default_cache_dir, inputs_digest, replay_build, stamp_build
+    from .cache import inputs_digest, replay_build, stamp_build
+    from .snapshot import take_snapshot
 
-    cache_root = None if no_cache else (cache_dir or default_cache_dir())
+    cache_root = _cache_root(cache_dir, no_cache, src, out)
+    # One read of the sources serves the up-to-date check and the build itself.
+    snapshot = take_snapshot(src) if src.is_dir() else None
+    settings = f"src={src}\0strict={strict}"  # findings quote --src as it was typed
     digest = None
-    if cache_root is not None and not check_only:
-        digest = inputs_digest(src, out, f"strict={strict}")
-        stamp = replay_build(cache_root, digest, out) if digest else None
+    if cache_root is not None and snapshot is not None and not check_only:
+        digest = inputs_digest(snapshot, src, out, settings)
+        stamp = replay_build(cache_root, digest, out)
         if stamp is not None:
             # Nothing changed since a build that passed: say what it said, touch nothing.
             _print_findings(stamp["findings"], output_format)
@@ -115,9 +119,9 @@ def build(
 
     config, cache = _setup(src, strict, cache_root)
     if check_only:
-        result = pipeline.check(config, cache)
+        result = pipeline.check(config, cache, snapshot)
     else:
-        result = _run(lambda: pipeline.build(config, cache, out))
+        result = _run(lambda: pipeline.build(config, cache, out, snapshot))
     findings = _render(result.diagnostics)
     _print_findings(findings, output_format)
     if result.failed(config.strict):
@@ -126,8 +130,15 @@ def build(
         state = "wrote" if result.wrote else "up to date:"
         count = len(result.scripts)
         _print_summary(output_format, state, out, count, result.analysed, result.from_cache)
-        if cache_root is not None and digest is not None:
-            stamp_build(cache_root, digest, result.files, {"findings": findings, "scripts": count})
+        # pyproject.toml was read again by the build: stamp only if it held still meanwhile.
+        if (
+            cache_root is not None
+            and snapshot is not None
+            and digest is not None
+            and inputs_digest(snapshot, src, out, settings) == digest
+        ):
+            report = {"findings": findings, "scripts": count}
+            stamp_build(cache_root, digest, result.files, report)
     sys.exit(0)
 
 
@@ -143,9 +154,8 @@ def check(
         echomq-scripts check --src lua_src --strict
     """
     from . import pipeline
-    from .cache import default_cache_dir
 
-    config, cache = _setup(src, strict, None if no_cache else (cache_dir or default_cache_dir()))
+    config, cache = _setup(src, strict, _cache_root(cache_dir, no_cache, src))
     result = pipeline.check(config, cache)
     _print_findings(_render(result.diagnostics), output_format)
     sys.exit(1 if result.failed(config.strict) else 0)
@@ -200,6 +210,21 @@ def explain(location: str, out: Path, src: Path) -> None:
     except (OSError, IndexError, UnicodeDecodeError):
         text = ""  # the sources are optional: the map alone answers the question
     click.echo(f"{(src / source).as_posix()}:{line}" + (f": {text}" if text else ""))
+
+
+def _cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | None:
+    """The cache directory to use, refusing one inside the sources or the output."""
+    from .cache import default_cache_dir
+
+    if no_cache:
+        return None
+    root = cache_dir or default_cache_dir()
+    for tree in trees:
+        if root.resolve().is_relative_to(tree.resolve()):
+            raise click.UsageError(
+                f"the cache directory {root} lies inside {tree}: choose one outside it"
+            )
+    return root
 
 
 def _setup(src: Path, strict: bool | None, cache_dir: Path | None) -> tuple[Config, AnalysisCache]:

@@ -7,6 +7,7 @@ with `--src` applies that project's rules, not ours.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 _KNOWN_KEYS = {"require-header", "strict", "version"}
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
 @dataclass(frozen=True)
@@ -46,10 +48,10 @@ def load_config(src: Path, strict: bool | None = None) -> Config:
     if pyproject.is_file():
         try:
             data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{pyproject}: cannot read: {exc}") from None
-        table = data.get("tool", {}).get("echomq-scripts", {})
-        project_version = str(data.get("project", {}).get("version", project_version))
+        table = _table(pyproject, _table(pyproject, data, "tool"), "echomq-scripts")
+        project_version = str(_table(pyproject, data, "project").get("version", project_version))
     unknown = sorted(set(table) - _KNOWN_KEYS)
     if unknown:
         raise ConfigError(
@@ -58,14 +60,25 @@ def load_config(src: Path, strict: bool | None = None) -> Config:
     require_header = _bool_setting(pyproject, table, "require-header", False)
     project_strict = _bool_setting(pyproject, table, "strict", False)
     version = table.get("version", project_version)
-    if not isinstance(version, str) or not version:
-        raise ConfigError(f"{pyproject}: [tool.echomq-scripts] version must be a string")
+    # The version names the bundle file, so it must not be able to name a path.
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        raise ConfigError(
+            f"{pyproject}: the version must be a string of letters, digits and . _ + -"
+            f" (got {version!r})"
+        )
     return Config(
         src=src,
         require_header=require_header,
         strict=project_strict if strict is None else strict,
         version=version,
     )
+
+
+def _table(path: Path, data: dict[str, object], key: str) -> dict[str, object]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: '{key}' must be a table")
+    return value
 
 
 def _bool_setting(path: Path, table: dict[str, object], key: str, default: bool) -> bool:

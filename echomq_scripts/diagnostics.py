@@ -23,6 +23,7 @@ CODES: Final[dict[str, str]] = {
     "bad-filename": "a script file is not named <name>-<N>.lua",
     "duplicate-script": "two script files share one script name",
     "encoding": "a source file is not valid UTF-8",
+    "read-error": "a source file cannot be read",
     "include-syntax": "a line starting with '--- @include' is not a well-formed directive",
     "include-missing": "an included file does not exist",
     "include-cycle": "includes form a cycle",

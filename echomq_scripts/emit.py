@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import shutil
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from .errors import OutputError
 from .manifest import ScriptBuild, line_map, manifest, to_json_bytes
+from .snapshot import read_tree
 
 # Fixed metadata for every bundle entry: the bundle's bytes depend on its contents only.
 _BUNDLE_MTIME = 315532800  # 1980-01-01T00:00:00Z
@@ -62,21 +64,32 @@ def _current_files(out: Path) -> dict[str, bytes] | None:
         return None
     if not out.is_dir():
         raise OutputError(f"{out}: exists and is not a directory")
-    found: dict[str, bytes] = {}
-    for path in out.rglob("*"):
-        if path.is_file() or path.is_symlink():
-            found[path.relative_to(out).as_posix()] = path.read_bytes() if path.is_file() else b""
-    if found and "manifest.json" not in found:
+    try:
+        found = read_tree(out)
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot read the previous build: {exc}") from None
+    if found and not _is_our_build(found.get("manifest.json")):
         # Replacing it would delete files we did not write.
         raise OutputError(
             f"{out}: refusing to replace a directory that is not an echomq-scripts build"
-            " (it has no manifest.json); choose another --out"
+            " (it has no manifest.json written by echomq-scripts); choose another --out"
         )
     return found
 
 
+def _is_our_build(manifest_bytes: bytes | None) -> bool:
+    try:
+        data = json.loads(manifest_bytes or b"")
+    except ValueError:
+        return False
+    generator = data.get("generator") if isinstance(data, dict) else None
+    return isinstance(generator, str) and generator.startswith("echomq-scripts ")
+
+
 def write_output(out: Path, files: dict[str, bytes]) -> bool:
     """Make `out` hold exactly `files`; False when it already did (nothing is written)."""
+    # Through a link, the build replaces the directory the link names, and the link stays.
+    out = out.resolve()
     if _current_files(out) == files:
         return False
     parent = out.parent

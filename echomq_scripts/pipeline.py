@@ -19,6 +19,7 @@ from .errors import ConfigError
 from .header import parse_header
 from .manifest import ScriptBuild
 from .resolve import resolve
+from .snapshot import Snapshot
 from .sources import SourceTree
 
 
@@ -37,9 +38,9 @@ class BuildResult:
         return has_failures(self.diagnostics, strict)
 
 
-def check(config: Config, cache: AnalysisCache) -> BuildResult:
-    """Run every check on the tree at `config.src`; write nothing."""
-    tree = SourceTree(config.src)
+def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None) -> BuildResult:
+    """Run every check on the tree at `config.src` (or on its `snapshot`); write nothing."""
+    tree = SourceTree(config.src, snapshot)
     result = BuildResult()
     found: list[Diagnostic] = []
     options = CheckOptions(config.require_header, src_display=config.src.as_posix())
@@ -69,12 +70,14 @@ def check(config: Config, cache: AnalysisCache) -> BuildResult:
     return result
 
 
-def build(config: Config, cache: AnalysisCache, out: Path) -> BuildResult:
-    """Check the tree and, when it passes, make `out` hold its build."""
+def build(
+    config: Config, cache: AnalysisCache, out: Path, snapshot: Snapshot | None = None
+) -> BuildResult:
+    """Check the tree (or its `snapshot`) and, when it passes, make `out` hold its build."""
     src, target = config.src.resolve(), out.resolve()
     if src == target or src.is_relative_to(target) or target.is_relative_to(src):
         raise ConfigError(f"--out {out} overlaps the source directory {config.src}")
-    result = check(config, cache)
+    result = check(config, cache, snapshot)
     if result.failed(config.strict):
         return result
     result.files = output_files(result.scripts, config.version)

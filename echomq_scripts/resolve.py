@@ -130,7 +130,7 @@ class _Resolver:
             )
             return None
         path = self.tree.root / target
-        if not path.is_file():
+        if not path.is_file() and not path.is_symlink():
             self.error(
                 including,
                 line,
@@ -146,6 +146,12 @@ class _Resolver:
                 col,
                 "include-escape",
                 f"included file '{target}' is a link to outside the source root",
+            )
+            return None
+        if not self.tree.has(target):
+            # It appeared after the snapshot was taken: the build works on the snapshot.
+            self.error(
+                including, line, col, "include-missing", f"included file '{target}' not found"
             )
             return None
         return target

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .diagnostics import Diagnostic, Severity
+from .snapshot import Snapshot, take_snapshot
 
 SCRIPT_NAME = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)-(?P<keys>0|[1-9][0-9]*)\.lua$")
 
@@ -40,11 +41,12 @@ class ScriptEntry:
 
 
 class SourceTree:
-    """Reads files under one source root, each at most once per run."""
+    """The files under one source root, read once (`snapshot.py`) and decoded on first use."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, snapshot: Snapshot | None = None) -> None:
         self.root = root
         self._real_root = root.resolve()
+        self.snapshot = take_snapshot(root) if snapshot is None else snapshot
         self._files: dict[str, SourceFile | None] = {}
         self.diagnostics: list[Diagnostic] = []
 
@@ -52,9 +54,8 @@ class SourceTree:
         """Every script directly in the root, sorted by file name; misnamed files are reported."""
         entries: list[ScriptEntry] = []
         seen: dict[str, str] = {}
-        for path in sorted(self.root.glob("*.lua")):
-            if not path.is_file():
-                continue
+        top_level = sorted(n for n in self.snapshot if "/" not in n and n.endswith(".lua"))
+        for path in map(Path, top_level):
             match = SCRIPT_NAME.match(path.name)
             if match is None:
                 self.diagnostics.append(
@@ -90,18 +91,23 @@ class SourceTree:
         """True when `path`, with symlinks followed, lies inside the source root."""
         return path.resolve().is_relative_to(self._real_root)
 
-    def relative(self, path: Path) -> str:
-        """The root-relative, '/'-separated name of a path known to lie inside the root."""
-        return path.relative_to(self.root).as_posix()
+    def has(self, rel: str) -> bool:
+        """True when the snapshot holds the file at root-relative `rel`."""
+        return rel in self.snapshot
 
     def read(self, rel: str) -> SourceFile | None:
-        """The file at root-relative `rel`, or None (with a diagnostic) when it is not UTF-8."""
+        """The file at root-relative `rel`, or None (with a diagnostic) when it is unusable."""
         if rel not in self._files:
             self._files[rel] = self._load(rel)
         return self._files[rel]
 
     def _load(self, rel: str) -> SourceFile | None:
-        data = (self.root / rel).read_bytes()
+        data = self.snapshot.get(rel)
+        if data is None:
+            self.diagnostics.append(
+                Diagnostic(rel, 1, 1, Severity.ERROR, "read-error", "cannot read the file")
+            )
+            return None
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -65,7 +65,7 @@ def test_findings_exit_1_and_build_writes_nothing(in_tmp: Path) -> None:
     result = invoke("build", "--no-cache")
     assert result.exit_code == 1
     assert "[keys-range]" in result.stderr
-    assert result.stderr.endswith("8 error(s), 3 warning(s)\n")
+    assert result.stderr.endswith("9 error(s), 3 warning(s)\n")
     assert not (in_tmp / "keys" / "build").exists()
 
 
@@ -136,7 +136,9 @@ def test_usage_mistakes_exit_2_with_a_message(in_tmp: Path, args: list[str], mes
     [
         ("require-header = 1", "require-header must be true or false"),
         ("colour = true", "unknown setting(s) in [tool.echomq-scripts]: colour"),
-        ("version = 3", "version must be a string"),
+        ("version = 3", "the version must be a string"),
+        ('version = "1/../../escaped"', "the version must be a string of letters"),
+        ("[tool.echomq-scripts.strict]", "strict must be true or false"),
         ("[broken", "cannot read"),
     ],
 )
@@ -209,10 +211,10 @@ def test_unchanged_rebuild_replays_the_stamped_build(in_tmp: Path) -> None:
     cache = str(in_tmp / "cache")
     first = invoke("build", "--cache-dir", cache)
     assert first.exit_code == 0
-    assert first.stdout == "wrote build (2 scripts, 2 analysed, 0 from cache)\n"
+    assert first.stdout == "wrote build (3 scripts, 3 analysed, 0 from cache)\n"
     again = invoke("build", "--cache-dir", cache)
     assert again.exit_code == 0
-    assert again.stdout == "up to date: build (2 scripts, 0 analysed, 2 from cache)\n"
+    assert again.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
     # The warnings of the stamped build are printed again, in either format.
     assert again.stderr == first.stderr
     assert "[shadowed-local]" in again.stderr
@@ -241,3 +243,13 @@ def test_any_changed_input_or_output_defeats_the_stamp(in_tmp: Path) -> None:
     Path("pyproject.toml").unlink()
     assert invoke("build", "--cache-dir", cache).exit_code == 0
     assert invoke("build", "--cache-dir", cache, "--strict").exit_code == 1
+
+
+@pytest.mark.parametrize("text", ['tool = "x"\n', "[tool]\necho = 1\n'echomq-scripts' = 1\n"])
+def test_malformed_tables_in_pyproject_exit_2(in_tmp: Path, text: str) -> None:
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    Path("pyproject.toml").write_text(text)
+    result = invoke("check", "--no-cache")
+    assert result.exit_code == 2
+    assert "must be a table" in result.stderr

@@ -20,16 +20,17 @@ def test_project_findings_match_golden(name: str) -> None:
     assert exit_code == (1 if ": error: " in expected else 0)
 
 
+# A file that cannot be read cannot be committed as a fixture (and root reads any file):
+# tests/test_includes.py gives the source tree a snapshot that says so instead.
+NOT_IN_FIXTURES = {"read-error"}
+
+
 def test_every_finding_code_has_a_fixture() -> None:
-    seen = set()
+    seen = set(NOT_IN_FIXTURES)
     for name in project_names():
         text = (PROJECTS / name / "expected.txt").read_text(encoding="utf-8")
         seen |= set(re.findall(r"\[([a-z-]+)\]$", text, re.MULTILINE))
     assert seen == set(CODES)
-
-
-def test_clean_project_has_no_findings() -> None:
-    assert check_output(PROJECTS / "clean") == (0, "")
 
 
 def _syntax_scripts() -> list[Path]:

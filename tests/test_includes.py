@@ -87,3 +87,21 @@ def test_include_inside_root_through_dotdot_is_allowed(tmp_path: Path) -> None:
     assert problems == []
     assert resolved is not None
     assert [f.path for f in resolved.files][1:] == ["includes/two.lua", "includes/deep/one.lua"]
+
+
+def test_an_unreadable_include_is_reported_where_it_is_included(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {"main-0.lua": '--- @include "includes/locked"\nreturn 1\n', "includes/locked.lua": ""},
+    )
+    # The snapshot records a file it could not read as None (see snapshot.take_snapshot).
+    tree = SourceTree(
+        tmp_path,
+        {"main-0.lua": (tmp_path / "main-0.lua").read_bytes(), "includes/locked.lua": None},
+    )
+    resolved, problems = resolve(tree, tree.find_scripts()[0])
+    assert resolved is None
+    assert problems == []
+    assert [d.format_text() for d in tree.diagnostics] == [
+        "includes/locked.lua:1:1: error: cannot read the file [read-error]"
+    ]

@@ -1,0 +1,62 @@
+"""One read of a source tree: every file's bytes, taken once and used by every later stage.
+
+The build's up-to-date check hashes this snapshot and the build itself reads only from it, so
+the digest a build is stamped with always describes the bytes it was built from, even when files
+change while it runs. Links are followed only where they stay inside the tree: a link out of it
+is the include resolver's to refuse, and following one could read anything on the machine.
+
+This module is on the no-op rebuild's hot path: it imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Path (relative, '/'-separated) -> bytes, or None when the file could not be read.
+Snapshot = dict[str, bytes | None]
+
+
+def take_snapshot(root: Path) -> Snapshot:
+    """Every regular file under `root` whose real location is inside `root`, in sorted order."""
+    real_root = os.path.realpath(root)
+    inside = real_root.rstrip(os.sep) + os.sep
+    files: Snapshot = {}
+    seen: set[str] = set()
+    for directory, subdirs, names in os.walk(root, followlinks=True):
+        real = os.path.realpath(directory)
+        if real in seen or not (real == real_root or real.startswith(inside)):
+            subdirs.clear()
+            continue
+        seen.add(real)
+        subdirs.sort()
+        for name in sorted(names):
+            path = os.path.join(directory, name)
+            if not os.path.realpath(path).startswith(inside) or not os.path.isfile(path):
+                continue
+            rel = Path(path).relative_to(root).as_posix()
+            try:
+                with open(path, "rb") as handle:
+                    files[rel] = handle.read()
+            except OSError:
+                files[rel] = None
+    return files
+
+
+def read_tree(directory: Path) -> dict[str, bytes]:
+    """Every entry under `directory` that is not a directory, links unfollowed (a link reads as
+    empty), by '/'-separated relative path. Read errors propagate as OSError."""
+    found: dict[str, bytes] = {}
+    for parent, subdirs, names in os.walk(directory):
+        subdirs.sort()
+        # os.walk lists links to directories among the subdirectories; they are entries here.
+        entries = sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(parent, d))]
+        for name in entries:
+            path = os.path.join(parent, name)
+            rel = Path(path).relative_to(directory).as_posix()
+            if os.path.islink(path):
+                found[rel] = b""
+            else:
+                with open(path, "rb") as handle:
+                    found[rel] = handle.read()
+    return found
