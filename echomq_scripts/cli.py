@@ -80,8 +80,8 @@ def cli() -> None:
     "--check",
     "check_only",
     is_flag=True,
-    help="Write nothing; fail when the checks fail or when anything the build keeps in the"
-    " repository is out of date.",
+    help="Write nothing: run every check, and also fail when a generated file kept in the"
+    " repository (not the --out directory) differs from what the sources give.",
 )
 def build(
     src: Path,

@@ -20,5 +20,3 @@ ERROR_CODES: Final[dict[int, str]] = {
     -10: "SchedulerJobIdCollision",
     -11: "SchedulerJobSlotsBusy",
 }
-
-CODE_BY_NAME: Final[dict[str, int]] = {name: code for code, name in ERROR_CODES.items()}

@@ -14,16 +14,16 @@ The header is the leading run of `---` lines, when at least one of them carries 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .codes import ERROR_CODES
 from .diagnostics import Diagnostic, Severity
+from .resolve import DIRECTIVE_START
 
 ARG_TYPES = ("string", "int", "number", "bool", "json", "msgpack", "bytes")
 _SCALAR_SHAPES = ("int", "string", "nil", "status", "hash")
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _TAG = re.compile(r"@(?P<tag>[a-z]+)(?P<rest>\.\.\.)?(?=\s|$)")
-_INCLUDE = re.compile(r"^---\s*@include\b")
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,6 @@ class Header:
     returns: str = ""
     returns_description: str = ""
     codes: tuple[int, ...] = ()
-    code_lines: dict[int, int] = field(default_factory=dict)
 
 
 def header_lines(lines: tuple[str, ...]) -> list[tuple[int, str]]:
@@ -56,7 +55,7 @@ def header_lines(lines: tuple[str, ...]) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
-        if not stripped.startswith("---") or _INCLUDE.match(stripped):
+        if not stripped.startswith("---") or DIRECTIVE_START.match(stripped):
             break
         out.append((number, line[line.index("---") + 3 :]))
     return out
@@ -160,7 +159,6 @@ class _HeaderReader:
                 returns=returns[0],
                 returns_description=returns[1],
                 codes=tuple(sorted(codes, reverse=True)),
-                code_lines=codes,
             ),
             self.diagnostics,
         )

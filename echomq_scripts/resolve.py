@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from .diagnostics import Diagnostic, Severity
 from .sources import ScriptEntry, SourceFile, SourceTree
 
-_DIRECTIVE_START = re.compile(r"^\s*---\s*@include\b")
+# A line that means to be a directive; _DIRECTIVE is the form it must then have.
+DIRECTIVE_START = re.compile(r"^\s*---\s*@include\b")
 _DIRECTIVE = re.compile(r"""^\s*---\s*@include\s+(?P<quote>["'])(?P<path>[^"']+)(?P=quote)\s*$""")
 
 
@@ -89,7 +90,7 @@ class _Resolver:
     def read_directives(self, source: SourceFile) -> list[_Directive]:
         found: list[_Directive] = []
         for index, line in enumerate(source.lines):
-            if not _DIRECTIVE_START.match(line):
+            if not DIRECTIVE_START.match(line):
                 continue
             match = _DIRECTIVE.match(line)
             if match is None:

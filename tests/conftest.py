@@ -16,7 +16,7 @@ import redis
 
 from echomq_scripts.cache import AnalysisCache
 from echomq_scripts.config import load_config
-from echomq_scripts.pipeline import BuildResult, build, check
+from echomq_scripts.pipeline import BuildResult, build
 from tests.redis_server import RedisServer, RedisUnavailable, find_binary
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,22 +45,11 @@ def r(redis_server: RedisServer) -> Iterator[redis.Redis]:
     client.close()
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """An empty project directory with lua_src/includes/, for tests that write their own tree."""
-    (tmp_path / "lua_src" / "includes").mkdir(parents=True)
-    return tmp_path
-
-
 def copy_fixture(name: str, destination: Path) -> Path:
     """Copy tests/fixtures/projects/<name> to `destination` and return the copy's path."""
     target = destination / name
     shutil.copytree(FIXTURES / "projects" / name, target, symlinks=True)
     return target
-
-
-def run_check(src: Path, cache_dir: Path | None = None) -> BuildResult:
-    return check(load_config(src), AnalysisCache(cache_dir))
 
 
 def run_build(src: Path, out: Path, cache_dir: Path | None = None) -> BuildResult:

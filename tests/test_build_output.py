@@ -15,8 +15,12 @@ from pathlib import Path
 import pytest
 
 from echomq_scripts import __version__
+from echomq_scripts.cache import AnalysisCache
 from echomq_scripts.codes import ERROR_CODES
+from echomq_scripts.config import load_config
 from echomq_scripts.errors import ConfigError, OutputError
+from echomq_scripts.pipeline import build
+from echomq_scripts.snapshot import take_snapshot
 from tests.conftest import REPO, run_build
 
 BUNDLE = f"echomq-scripts-{__version__}.tar.gz"
@@ -231,3 +235,44 @@ def test_damaged_cache_entries_are_ignored(tmp_path: Path) -> None:
     result = run_build(project / "lua_src", project / "build", cache)
     assert (result.analysed, result.from_cache) == (2, 0)
     assert not result.failed(strict=True)
+
+
+def test_the_build_uses_the_snapshot_it_was_given(tmp_path: Path) -> None:
+    """What a build writes comes from one read of the sources, whatever the disk says later."""
+    project = repo_copy(tmp_path / "p")
+    src = project / "lua_src"
+    snapshot = take_snapshot(src)
+    (src / "extendLock-2.lua").write_text("this is not Lua\n")
+    result = build(load_config(src), AnalysisCache(None), project / "build", snapshot)
+    assert not result.failed(strict=True)
+    built = (project / "build" / "scripts" / "extendLock-2.lua").read_bytes()
+    assert built == snapshot["extendLock-2.lua"]
+
+
+def test_a_directory_with_a_foreign_manifest_is_not_replaced(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    web = project / "web"
+    web.mkdir()
+    (web / "manifest.json").write_text('{"name": "my web app"}')
+    (web / "index.html").write_text("<p>mine</p>")
+    with pytest.raises(OutputError, match="not an echomq-scripts build"):
+        run_build(project / "lua_src", web)
+    assert (web / "index.html").read_text() == "<p>mine</p>"
+
+
+def test_a_linked_output_directory_is_built_through_the_link(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    (tmp_path / "real-build").mkdir()
+    (project / "build").symlink_to(tmp_path / "real-build")
+    run_build(project / "lua_src", project / "build")
+    script = project / "lua_src" / "extendLock-2.lua"
+    script.write_text(script.read_text() + "-- rebuilt\n")
+    assert run_build(project / "lua_src", project / "build").wrote
+    assert (project / "build").is_symlink()
+    assert (
+        (tmp_path / "real-build" / "scripts" / "extendLock-2.lua")
+        .read_text()
+        .endswith("-- rebuilt\n")
+    )
+    assert sorted(p.name for p in project.iterdir()) == ["build", "lua_src", "pyproject.toml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p", "real-build"]

@@ -253,3 +253,24 @@ def test_malformed_tables_in_pyproject_exit_2(in_tmp: Path, text: str) -> None:
     result = invoke("check", "--no-cache")
     assert result.exit_code == 2
     assert "must be a table" in result.stderr
+
+
+def test_stamped_findings_follow_how_src_is_spelled(in_tmp: Path) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = str(in_tmp / "cache")
+    assert "lua_src/locals-1.lua:5:7" in invoke("build", "--cache-dir", cache).stderr
+    os.chdir("lua_src")
+    inside = invoke("build", "--src", ".", "--out", "../build", "--cache-dir", cache)
+    assert inside.exit_code == 0
+    assert "\nlocals-1.lua:5:7: warning" in "\n" + inside.stderr
+
+
+@pytest.mark.parametrize("where", ["lua_src/.cache", "build/.cache"])
+def test_a_cache_inside_the_sources_or_the_output_is_refused(in_tmp: Path, where: str) -> None:
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    result = invoke("build", "--cache-dir", where)
+    assert result.exit_code == 2
+    assert "lies inside" in result.stderr
+    assert not Path(where).exists()
