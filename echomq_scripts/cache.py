@@ -46,9 +46,12 @@ def default_cache_dir() -> Path:
 
 
 def tool_fingerprint(modules: tuple[str, ...] | None = None) -> bytes:
-    """A digest of this package's code (or of `modules` only) and of the installed parsers."""
+    """A digest of this package's code and templates (or of `modules` only) and of the
+    installed parsers."""
     digest = hashlib.sha256()
-    names = modules or tuple(sorted(p.name for p in _PACKAGE_DIR.glob("*.py")))
+    everything = [p.relative_to(_PACKAGE_DIR).as_posix() for p in _PACKAGE_DIR.glob("*.py")]
+    everything += [f"templates/{p.name}" for p in (_PACKAGE_DIR / "templates").glob("*.j2")]
+    names = modules or tuple(sorted(everything))
     for name in names:
         digest.update(name.encode() + b"\0" + (_PACKAGE_DIR / name).read_bytes())
     # An upgraded parser is a new file on disk: the location, size and time of its __init__.py
@@ -128,28 +131,38 @@ def _stamp_path(cache_dir: Path, digest: str) -> Path:
     return cache_dir / "builds" / f"{digest}.json"
 
 
-def replay_build(cache_dir: Path, digest: str, out: Path) -> dict[str, Any] | None:
-    """The stamp of an identical earlier build, if `out` still holds exactly its files."""
+def replay_build(cache_dir: Path, digest: str) -> dict[str, Any] | None:
+    """The stamp of an identical earlier build, if every directory it wrote still holds
+    exactly the files it wrote there (the build directory, and any generated package)."""
     try:
         stamp = json.loads(_stamp_path(cache_dir, digest).read_bytes())
         if stamp.get("format") != _STAMP_FORMAT:
             return None
-        expected: dict[str, str] = stamp["outputs"]
-        present = read_tree(out) if out.is_dir() else {}
-        if present.keys() != expected.keys():
-            return None
-        for name, data in present.items():
-            if hashlib.sha256(data).hexdigest() != expected[name]:
+        directories: dict[str, dict[str, str]] = stamp["outputs"]
+        for directory, expected in directories.items():
+            path = Path(directory)
+            present = read_tree(path) if path.is_dir() else {}
+            if present.keys() != expected.keys():
                 return None
+            for name, data in present.items():
+                if hashlib.sha256(data).hexdigest() != expected[name]:
+                    return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return dict(stamp)
 
 
 def stamp_build(
-    cache_dir: Path, digest: str, files: dict[str, bytes], report: dict[str, Any]
+    cache_dir: Path,
+    digest: str,
+    outputs: dict[Path, dict[str, bytes]],
+    report: dict[str, Any],
 ) -> None:
-    """Record a successful build of the inputs `digest` names, with what it reported."""
-    outputs = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
-    stamp = {"format": _STAMP_FORMAT, "outputs": outputs, **report}
+    """Record a successful build of the inputs `digest` names: the files it left in each
+    directory, and what it reported."""
+    recorded = {
+        str(directory.resolve()): {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
+        for directory, files in outputs.items()
+    }
+    stamp = {"format": _STAMP_FORMAT, "outputs": recorded, **report}
     _write_atomically(_stamp_path(cache_dir, digest), json.dumps(stamp))

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
     from .cache import AnalysisCache
     from .config import Config
     from .diagnostics import Diagnostic
-    from .pipeline import BuildResult
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 
 def _source_options(func: F) -> F:
@@ -108,7 +108,7 @@ def build(
     digest = None
     if cache_root is not None and snapshot is not None and not check_only:
         digest = inputs_digest(snapshot, src, out, settings)
-        stamp = replay_build(cache_root, digest, out)
+        stamp = replay_build(cache_root, digest)
         if stamp is not None:
             # Nothing changed since a build that passed: say what it said, touch nothing.
             _print_findings(stamp["findings"], output_format)
@@ -126,7 +126,14 @@ def build(
     _print_findings(findings, output_format)
     if result.failed(config.strict):
         sys.exit(1)
-    if not check_only:
+    if check_only:
+        stale = _run(lambda: pipeline.stale_generated(config, result))
+        for name in stale:
+            click.echo(f"{config.python_package}/{name}: out of date", err=True)
+        if stale:
+            click.echo("run 'echomq-scripts build' to regenerate it", err=True)
+            sys.exit(1)
+    else:
         state = "wrote" if result.wrote else "up to date:"
         count = len(result.scripts)
         _print_summary(output_format, state, out, count, result.analysed, result.from_cache)
@@ -137,8 +144,11 @@ def build(
             and digest is not None
             and inputs_digest(snapshot, src, out, settings) == digest
         ):
+            outputs = {out: result.files}
+            if config.python_package is not None:
+                outputs[config.python_package] = result.generated
             report = {"findings": findings, "scripts": count}
-            stamp_build(cache_root, digest, result.files, report)
+            stamp_build(cache_root, digest, outputs, report)
     sys.exit(0)
 
 
@@ -238,7 +248,7 @@ def _setup(src: Path, strict: bool | None, cache_dir: Path | None) -> tuple[Conf
     return config, AnalysisCache(cache_dir)
 
 
-def _run(action: Callable[[], BuildResult]) -> BuildResult:
+def _run(action: Callable[[], R]) -> R:
     try:
         return action()
     except ConfigError as exc:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .errors import ConfigError
 
-_KNOWN_KEYS = {"require-header", "strict", "version"}
+_KNOWN_KEYS = {"require-header", "strict", "version", "python-package"}
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
@@ -27,6 +27,9 @@ class Config:
     strict: bool = False
     # The version written into the manifest and the bundle's name.
     version: str = "0.0.0"
+    # Where the typed Python wrappers go (a package directory), and their import name.
+    python_package: Path | None = None
+    python_module: str = ""
 
 
 def load_config(src: Path, strict: bool | None = None) -> Config:
@@ -66,11 +69,24 @@ def load_config(src: Path, strict: bool | None = None) -> Config:
             f"{pyproject}: the version must be a string of letters, digits and . _ + -"
             f" (got {version!r})"
         )
+    package = table.get("python-package")
+    package_dir: Path | None = None
+    if package is not None:
+        if not isinstance(package, str) or not re.fullmatch(
+            r"[A-Za-z_]\w*(/[A-Za-z_]\w*)*", package
+        ):
+            raise ConfigError(
+                f"{pyproject}: python-package must be a package path such as"
+                f" 'mypkg/generated', relative to the project (got {package!r})"
+            )
+        package_dir = pyproject.parent / package
     return Config(
         src=src,
         require_header=require_header,
         strict=project_strict if strict is None else strict,
         version=version,
+        python_package=package_dir,
+        python_module=package.replace("/", ".") if isinstance(package, str) else "",
     )
 
 

@@ -15,6 +15,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import OutputError
@@ -58,8 +59,28 @@ def bundle(files: dict[str, bytes], prefix: str) -> bytes:
     return packed.getvalue()
 
 
-def _current_files(out: Path) -> dict[str, bytes] | None:
-    """The files now in `out`, or None when it does not exist."""
+# Whether a directory's files are ones we wrote, and how to say what we expected there.
+Ownership = tuple[Callable[[dict[str, bytes]], bool], str]
+
+
+def is_build_directory(found: dict[str, bytes]) -> bool:
+    """True for a build directory: its manifest.json names echomq-scripts as its generator."""
+    try:
+        data = json.loads(found.get("manifest.json") or b"")
+    except ValueError:
+        return False
+    generator = data.get("generator") if isinstance(data, dict) else None
+    return isinstance(generator, str) and generator.startswith("echomq-scripts ")
+
+
+BUILD_DIRECTORY: Ownership = (
+    is_build_directory,
+    "an echomq-scripts build (it has no manifest.json written by echomq-scripts)",
+)
+
+
+def current_files(out: Path, ownership: Ownership) -> dict[str, bytes] | None:
+    """The files now in `out`, or None when it does not exist; refuses a directory not ours."""
     if not out.exists():
         return None
     if not out.is_dir():
@@ -67,30 +88,21 @@ def _current_files(out: Path) -> dict[str, bytes] | None:
     try:
         found = read_tree(out)
     except OSError as exc:
-        raise OutputError(f"{out}: cannot read the previous build: {exc}") from None
-    if found and not _is_our_build(found.get("manifest.json")):
+        raise OutputError(f"{out}: cannot read its files: {exc}") from None
+    is_ours, expected = ownership
+    if found and not is_ours(found):
         # Replacing it would delete files we did not write.
-        raise OutputError(
-            f"{out}: refusing to replace a directory that is not an echomq-scripts build"
-            " (it has no manifest.json written by echomq-scripts); choose another --out"
-        )
+        raise OutputError(f"{out}: refusing to replace a directory that is not {expected}")
     return found
 
 
-def _is_our_build(manifest_bytes: bytes | None) -> bool:
-    try:
-        data = json.loads(manifest_bytes or b"")
-    except ValueError:
-        return False
-    generator = data.get("generator") if isinstance(data, dict) else None
-    return isinstance(generator, str) and generator.startswith("echomq-scripts ")
-
-
-def write_output(out: Path, files: dict[str, bytes]) -> bool:
+def write_output(
+    out: Path, files: dict[str, bytes], ownership: Ownership = BUILD_DIRECTORY
+) -> bool:
     """Make `out` hold exactly `files`; False when it already did (nothing is written)."""
     # Through a link, the build replaces the directory the link names, and the link stays.
     out = out.resolve()
-    if _current_files(out) == files:
+    if current_files(out, ownership) == files:
         return False
     parent = out.parent
     try:

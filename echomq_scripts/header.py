@@ -35,6 +35,9 @@ class Slot:
     line: int
     type: str = "string"
     unused: bool = False
+    # For a key: how its name is built, e.g. "emq:{q}:<job_id>:lock" ({q}: the queue's name,
+    # <arg>: the value of that argument); "" when the header does not say.
+    template: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ class _HeaderReader:
                 self.error(number, col, f"unknown header tag '@{name}{tag['rest'] or ''}'")
         self.check_unique(keys + ([rest_keys] if rest_keys else []), "key")
         self.check_unique(args + ([rest_args] if rest_args else []), "argument")
+        self.check_templates(keys, {a.name for a in args})
         paragraphs = [p for p in prose if p]
         if not paragraphs:
             self.error(first_line, 1, "the header has no summary line")
@@ -169,11 +173,30 @@ class _HeaderReader:
         return new
 
     def read_key(self, line: int, col: int, rest: str) -> Slot | None:
-        match = re.fullmatch(rf"({_NAME})(?:\s+(\(unused\)))?(?:\s+(.*))?", rest)
+        match = re.fullmatch(rf"({_NAME})(?:\s+(\(unused\)))?(?:\s+`([^`]*)`)?(?:\s+(.*))?", rest)
         if match is None:
-            self.error(line, col, "expected '@key <name> [(unused)] <description>'")
+            self.error(line, col, "expected '@key <name> [(unused)] [`template`] <description>'")
             return None
-        return Slot(match[1], match[3] or "", line, unused=bool(match[2]))
+        return Slot(match[1], match[4] or "", line, unused=bool(match[2]), template=match[3] or "")
+
+    def check_templates(self, keys: list[Slot], arg_names: set[str]) -> None:
+        templated = [k for k in keys if k.template]
+        for key in templated:
+            if key.template.count("{q}") != 1:
+                self.error(key.line, 1, f"key '{key.name}': a template holds '{{q}}' once")
+            for placeholder in re.findall(r"<([^>]*)>", key.template):
+                if placeholder not in arg_names:
+                    self.error(
+                        key.line,
+                        1,
+                        f"key '{key.name}': <{placeholder}> in its template is not an argument",
+                    )
+        if templated and len(templated) != len(keys):
+            # A partial set could not build a script's whole key list from a queue name.
+            untemplated = ", ".join(k.name for k in keys if not k.template)
+            self.error(
+                keys[0].line, 1, f"keys without a template beside keys with one: {untemplated}"
+            )
 
     def read_arg(self, line: int, col: int, rest: str) -> Slot | None:
         match = re.fullmatch(rf"({_NAME})\s+(\S+)(?:\s+(.*))?", rest)

@@ -71,6 +71,7 @@ def _slot(slot: Slot, with_type: bool) -> dict[str, Any]:
         entry["type"] = slot.type
     else:
         entry["unused"] = slot.unused
+        entry["template"] = slot.template
     return entry
 
 

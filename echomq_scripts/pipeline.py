@@ -14,7 +14,7 @@ from .cache import AnalysisCache
 from .checks import CheckOptions, check_script
 from .config import Config
 from .diagnostics import Diagnostic, has_failures
-from .emit import output_files, write_output
+from .emit import current_files, output_files, write_output
 from .errors import ConfigError
 from .header import parse_header
 from .manifest import ScriptBuild
@@ -32,7 +32,8 @@ class BuildResult:
     analysed: int = 0  # scripts whose code was parsed in this run
     from_cache: int = 0  # scripts whose analysis came from the cache
     files: dict[str, bytes] = field(default_factory=dict)
-    wrote: bool = False  # whether the output directory changed
+    generated: dict[str, bytes] = field(default_factory=dict)  # the Python package, if any
+    wrote: bool = False  # whether the output directory (or the generated package) changed
 
     def failed(self, strict: bool) -> bool:
         return has_failures(self.diagnostics, strict)
@@ -81,5 +82,24 @@ def build(
     if result.failed(config.strict):
         return result
     result.files = output_files(result.scripts, config.version)
+    if config.python_package is not None:
+        from .codegen import GENERATED_PACKAGE, generated_files
+
+        result.generated = generated_files(result.scripts, config.python_module)
     result.wrote = write_output(out, result.files)
+    if config.python_package is not None:
+        changed = write_output(config.python_package, result.generated, GENERATED_PACKAGE)
+        result.wrote = result.wrote or changed
     return result
+
+
+def stale_generated(config: Config, result: BuildResult) -> list[str]:
+    """The files of the generated package that differ from what the checked sources give."""
+    if config.python_package is None:
+        return []
+    from .codegen import GENERATED_PACKAGE, generated_files
+
+    expected = generated_files(result.scripts, config.python_module)
+    present = current_files(config.python_package, GENERATED_PACKAGE) or {}
+    names = sorted(set(expected) | set(present))
+    return [n for n in names if expected.get(n) != present.get(n)]

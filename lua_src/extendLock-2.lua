@@ -1,7 +1,7 @@
 --- Extends the lock of an active job while the caller still holds it: a worker's heartbeat.
 --- The job also leaves the stalled set, so the next stalled check does not count it.
---- @key lock      the job's lock, emq:{q}:<id>:lock
---- @key stalled   the queue's stalled set, emq:{q}:stalled
+--- @key lock      `emq:{q}:<job_id>:lock`  the job's lock
+--- @key stalled   `emq:{q}:stalled`        the queue's stalled set
 --- @arg token     string  the token the worker took the lock with
 --- @arg duration  int     the lock's new time to live, in milliseconds
 --- @arg job_id    string  the job's id

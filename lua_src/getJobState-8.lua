@@ -1,12 +1,12 @@
 --- Tells which of the eight states holds a job.
---- @key wait              the wait list, emq:{q}:wait
---- @key paused            the paused list, emq:{q}:paused
---- @key active            the active list, emq:{q}:active
---- @key delayed           the delayed sorted set, emq:{q}:delayed
---- @key prioritized       the prioritized sorted set, emq:{q}:prioritized
---- @key completed         the completed sorted set, emq:{q}:completed
---- @key failed            the failed sorted set, emq:{q}:failed
---- @key waiting_children  the waiting-children sorted set, emq:{q}:waiting-children
+--- @key wait              `emq:{q}:wait`               the wait list
+--- @key paused            `emq:{q}:paused`             the paused list
+--- @key active            `emq:{q}:active`             the active list
+--- @key delayed           `emq:{q}:delayed`            the delayed sorted set
+--- @key prioritized       `emq:{q}:prioritized`        the prioritized sorted set
+--- @key completed         `emq:{q}:completed`          the completed sorted set
+--- @key failed            `emq:{q}:failed`             the failed sorted set
+--- @key waiting_children  `emq:{q}:waiting-children`   the waiting-children sorted set
 --- @arg job_id  string  the job's id
 --- @return string  the state's name ("wait", ..., "waiting-children"), or "unknown"
 --- @include "includes/jobState"

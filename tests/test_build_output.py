@@ -60,6 +60,10 @@ def test_two_builds_in_different_places_are_byte_identical(tmp_path: Path) -> No
     assert a == b
     assert hashlib.sha256(a[BUNDLE]).hexdigest() == hashlib.sha256(b[BUNDLE]).hexdigest()
     assert str(tmp_path).encode() not in a["manifest.json"]
+    # The generated wrappers, too, are a function of the sources alone.
+    generated = "echomq_scripts/generated"
+    assert tree_bytes(first / generated) == tree_bytes(second / generated)
+    assert tree_bytes(first / generated) == tree_bytes(REPO / generated)
 
 
 def test_manifest_describes_every_script(tmp_path: Path) -> None:
@@ -148,7 +152,12 @@ def test_failed_build_leaves_previous_build_untouched(tmp_path: Path) -> None:
     assert not result.wrote
     after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
     assert after == before
-    assert sorted(p.name for p in project.iterdir()) == ["build", "lua_src", "pyproject.toml"]
+    assert sorted(p.name for p in project.iterdir()) == [
+        "build",
+        "echomq_scripts",
+        "lua_src",
+        "pyproject.toml",
+    ]
 
 
 def test_successful_rebuild_replaces_the_whole_directory(tmp_path: Path) -> None:
@@ -160,7 +169,12 @@ def test_successful_rebuild_replaces_the_whole_directory(tmp_path: Path) -> None
     assert result.wrote
     assert not (out / "scripts" / "getJobState-8.lua").exists()
     assert not (out / "maps" / "getJobState-8.json").exists()
-    assert sorted(p.name for p in project.iterdir()) == ["build", "lua_src", "pyproject.toml"]
+    assert sorted(p.name for p in project.iterdir()) == [
+        "build",
+        "echomq_scripts",
+        "lua_src",
+        "pyproject.toml",
+    ]
 
 
 def test_unchanged_build_is_not_rewritten(tmp_path: Path) -> None:
@@ -274,5 +288,10 @@ def test_a_linked_output_directory_is_built_through_the_link(tmp_path: Path) -> 
         .read_text()
         .endswith("-- rebuilt\n")
     )
-    assert sorted(p.name for p in project.iterdir()) == ["build", "lua_src", "pyproject.toml"]
+    assert sorted(p.name for p in project.iterdir()) == [
+        "build",
+        "echomq_scripts",
+        "lua_src",
+        "pyproject.toml",
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p", "real-build"]

@@ -1,0 +1,311 @@
+"""Typed Python wrappers, generated from a build's manifest through the templates in templates/.
+
+Each template gets view models whose properties hold every decision (names, types, docstrings);
+the templates only lay them out. The output is already formatted as `ruff format` would, so the
+committed files pass `ruff format --check` without the generator depending on ruff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import textwrap
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from . import __version__
+from .manifest import ScriptBuild, line_map, to_json_bytes
+from .naming import identifier, pascal_case, snake_case
+
+# Wrapper parameters of their own, which a header argument of the same name must not shadow.
+_RESERVED = frozenset({"client", "pipe", "queue", "keys", "extra_keys"})
+
+_ARG_TYPES = {
+    "string": "str",
+    "int": "int",
+    "number": "float",
+    "bool": "bool",
+    "json": "object",
+    "msgpack": "bytes",
+    "bytes": "bytes",
+}
+_SHAPE_TYPES = {
+    "int": "int",
+    "string": "str",
+    "status": "str",
+    "nil": "None",
+    "hash": "dict[str, str]",
+}
+# An argument with one of these names identifies the job a failure is about.
+_JOB_ID_ARGS = ("job_id", "jobId", "id")
+
+
+def python_type(shape: str) -> str:
+    """The Python annotation of a return shape: `tuple[string, hash] | nil` -> ..."""
+    shape = shape.strip()
+    parts = _top_level(shape, "|")
+    if len(parts) > 1:
+        return " | ".join(python_type(p) for p in parts)
+    if shape.startswith("list[") and shape.endswith("]"):
+        return f"list[{python_type(shape[5:-1])}]"
+    if shape.startswith("tuple[") and shape.endswith("]"):
+        return f"tuple[{', '.join(python_type(p) for p in _top_level(shape[6:-1], ','))}]"
+    return _SHAPE_TYPES[shape]
+
+
+def _top_level(text: str, separator: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == separator and depth == 0:
+            parts.append(text[start:index].strip())
+            start = index + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def _doc_line(text: str) -> str:
+    # A description ends up inside a triple-quoted string: keep it from closing it.
+    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+
+
+@dataclass(frozen=True)
+class KeyView:
+    field: str
+    description: str
+    template: str
+    unused: bool
+
+    @property
+    def doc(self) -> str:
+        text = self.description[:1].upper() + self.description[1:]
+        if self.template:
+            text = f"{text} ({self.template})" if text else self.template
+        if self.unused:
+            text += ": unused, kept for the key order"
+        return _doc_line(text)
+
+
+@dataclass(frozen=True)
+class ArgView:
+    name: str  # as the header spells it
+    param: str  # as the wrapper spells it
+    kind: str
+    annotation: str
+    description: str
+
+
+@dataclass(frozen=True)
+class ScriptView:
+    """One script as the wrapper template needs it."""
+
+    script: ScriptBuild
+    package: str
+
+    @property
+    def entry(self) -> Any:
+        return self.script.resolved.entry
+
+    @property
+    def script_id(self) -> str:
+        return str(self.entry.script_id)
+
+    @property
+    def name(self) -> str:
+        return str(self.entry.name)
+
+    @property
+    def func(self) -> str:
+        return snake_case(self.name)
+
+    @property
+    def constant(self) -> str:
+        return "_" + self.func.upper()
+
+    @property
+    def keys_class(self) -> str:
+        return pascal_case(self.name) + "Keys"
+
+    @cached_property
+    def keys(self) -> list[KeyView]:
+        header = self.script.header
+        if header is None:
+            return [KeyView(f"key{i}", "", "", False) for i in range(1, self.entry.num_keys + 1)]
+        return [
+            KeyView(identifier(k.name.lstrip("_") or "key"), k.description, k.template, k.unused)
+            for k in header.keys
+        ]
+
+    @cached_property
+    def args(self) -> list[ArgView]:
+        header = self.script.header
+        if header is None:
+            count = max((i for i, _, _ in self.script.facts.argv.literal), default=0)
+            return [ArgView(f"arg{i}", f"arg{i}", "string", "str", "") for i in range(1, count + 1)]
+        return [
+            ArgView(
+                a.name, identifier(a.name, _RESERVED), a.type, _ARG_TYPES[a.type], a.description
+            )
+            for a in header.args
+        ]
+
+    @property
+    def rest_arg(self) -> ArgView | None:
+        header = self.script.header
+        if header is None or header.rest_args is None:
+            return None
+        rest = header.rest_args
+        return ArgView(
+            rest.name,
+            identifier(rest.name, _RESERVED),
+            rest.type,
+            _ARG_TYPES[rest.type],
+            rest.description,
+        )
+
+    @property
+    def has_rest_keys(self) -> bool:
+        return self.script.header is not None and self.script.header.rest_keys is not None
+
+    @property
+    def templated(self) -> bool:
+        return bool(self.keys) and all(k.template for k in self.keys)
+
+    @property
+    def template_args(self) -> list[ArgView]:
+        """The arguments that key templates name, in argument order."""
+        named = {p for k in self.keys for p in re.findall(r"<([^>]*)>", k.template)}
+        return [a for a in self.args if a.name in named]
+
+    @property
+    def returns(self) -> str:
+        header = self.script.header
+        return header.returns if header is not None else ""
+
+    @property
+    def return_type(self) -> str:
+        return python_type(self.returns) if self.returns else "object"
+
+    @property
+    def sha1(self) -> str:
+        return hashlib.sha1(self.script.body).hexdigest()
+
+    @property
+    def codes_tuple(self) -> str:
+        codes = [str(code) for code, _ in self.codes]
+        return ", ".join(codes) + ("," if len(codes) == 1 else "")
+
+    @property
+    def return_cast(self) -> str:
+        return self.return_type
+
+    @property
+    def job_id_suffix(self) -> str:
+        return f", {self.job_id_param}" if self.job_id_param else ""
+
+    @property
+    def call_parameters(self) -> list[str]:
+        """The names `_<func>_call` takes, in order; each wrapper passes its own of each."""
+        names = ["queue", "keys"] if self.templated else ["keys"]
+        if self.has_rest_keys:
+            names.append("extra_keys")
+        names += [a.param for a in self.args]
+        if self.rest_arg:
+            names.append(self.rest_arg.param)
+        return names
+
+    @property
+    def job_id_param(self) -> str:
+        for arg in self.args:
+            if arg.name in _JOB_ID_ARGS and arg.kind == "string":
+                return arg.param
+        return ""
+
+    @property
+    def codes(self) -> list[tuple[int, str]]:
+        from .codes import ERROR_CODES
+
+        header = self.script.header
+        listed = header.codes if header is not None else ()
+        return [(code, ERROR_CODES[code]) for code in listed]
+
+    @property
+    def docstring(self) -> list[str]:
+        """The wrapper's docstring, line by line (without the quotes' indentation)."""
+        header = self.script.header
+        summary = header.summary if header is not None else f"Runs {self.script_id}."
+        lines = textwrap.wrap(_doc_line(summary), 88)
+        if header is not None and header.description:
+            lines += ["", *textwrap.wrap(_doc_line(header.description), 88)]
+        if self.args or self.rest_arg:
+            lines += ["", "Args:"]
+            for arg in [*self.args, *([self.rest_arg] if self.rest_arg else [])]:
+                text = f"{arg.param} ({arg.kind}): {arg.description or 'ARGV'}"
+                lines += ["    " + line for line in textwrap.wrap(_doc_line(text), 84)]
+        if header is not None:
+            returns = f"{header.returns}: {header.returns_description}".rstrip(": ")
+            lines += ["", "Returns:"] + ["    " + x for x in textwrap.wrap(_doc_line(returns), 84)]
+        if self.codes:
+            lines += ["", "Raises:"]
+            lines += [f"    {name}: the script returned {code}." for code, name in self.codes]
+        return lines
+
+
+def generated_files(scripts: list[ScriptBuild], package: str) -> dict[str, bytes]:
+    """Every file of the generated package, by its path inside it."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    environment = Environment(
+        loader=PackageLoader("echomq_scripts", "templates"),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=StrictUndefined,
+        autoescape=False,  # Python source, not HTML
+    )
+    views = [ScriptView(s, package) for s in sorted(scripts, key=lambda s: s.resolved.entry.name)]
+    from .codes import ERROR_CODES
+
+    exports = ["SCRIPTS", "aload_all", "load_all"]
+    for view in views:
+        exports += [view.keys_class, view.func, view.func + "_async", view.func + "_pipeline"]
+        if view.templated:
+            exports.append(view.func + "_keys")
+    context = {
+        "scripts": views,
+        "codes": sorted(ERROR_CODES.items(), reverse=True),
+        "generator": f"echomq-scripts {__version__}",
+        "exports": sorted(exports, key=_isort_key),
+        "all_names": sorted([*exports, "errors"], key=_isort_key),
+        "needs_sequence": any(v.has_rest_keys or v.rest_arg for v in views),
+    }
+    files = {
+        name: environment.get_template(f"{name}.j2").render(context).encode("utf-8")
+        for name in ("__init__.py", "errors.py", "scripts.py")
+    }
+    for script in scripts:
+        files[f"lua/{script.script_id}.lua"] = script.body
+        files[f"lua/{script.script_id}.map.json"] = to_json_bytes(line_map(script), indent=None)
+    return files
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # The order ruff's isort and RUF022 keep: CONSTANTS, then Classes, then everything else.
+    if name.isupper():
+        return (0, name)
+    return (1, name) if name[:1].isupper() else (2, name)
+
+
+GENERATED_MARKER = b"@generated by echomq-scripts"
+
+
+def is_generated_package(found: dict[str, bytes]) -> bool:
+    """True for a directory this generator wrote: its __init__.py carries the marker."""
+    return GENERATED_MARKER in found.get("__init__.py", b"")
+
+
+GENERATED_PACKAGE = (
+    is_generated_package,
+    "a package generated by echomq-scripts (its __init__.py lacks '@generated by echomq-scripts')",
+)

@@ -1,0 +1,411 @@
+"""The runtime that generated wrappers dispatch through: arguments, EVALSHA, replies, errors.
+
+A wrapper (echomq_scripts/generated/) holds one `Script` and calls it with encoded keys and
+arguments. `Script` sends EVALSHA, never the body on every call: on NOSCRIPT it loads the body
+once and retries. In a pipeline (and in MULTI/EXEC) it registers itself with redis-py's own
+mechanism, so the pipeline loads every missing script before it runs and never fails on NOSCRIPT.
+A negative reply from the protocol's closed table becomes the exception class registered for it;
+a Lua error becomes `LuaError`, naming the source file and line from the script's line map.
+
+It imports redis-py and the standard library only: nothing of the build side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, ClassVar, Generic, TypeVar
+
+import redis
+import redis.asyncio
+import redis.asyncio.client
+import redis.asyncio.cluster
+import redis.client
+import redis.cluster
+
+from .linemap import LineMap, error_line
+
+T = TypeVar("T")
+
+SyncClient = redis.Redis | redis.cluster.RedisCluster
+AsyncClient = redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster
+PipelineClient = redis.client.Pipeline | redis.asyncio.client.Pipeline
+
+
+class ScriptError(Exception):
+    """Base of every error a wrapper raises."""
+
+
+class ArgumentError(ScriptError, ValueError):
+    """A wrapper was called with a bad argument; nothing was sent to Redis."""
+
+
+class BodyMismatchError(ScriptError):
+    """A packaged script body does not hash to the sha1 its build recorded."""
+
+
+class ScriptFailed(ScriptError):
+    """A script returned a failure code of the protocol's closed table -1..-11.
+
+    The generated module `errors` defines one subclass per code; catch this class for all.
+    """
+
+    code: ClassVar[int] = 0
+
+    def __init__(self, script: str, job_id: str | None = None) -> None:
+        self.script = script
+        self.job_id = job_id
+        where = f" for job {job_id!r}" if job_id is not None else ""
+        super().__init__(f"{script} returned {self.code} ({type(self).__name__}){where}")
+
+
+class LuaError(ScriptError):
+    """Redis raised an error while running a script; `source` and `line` say where."""
+
+    def __init__(self, script: str, source: str | None, line: int | None, message: str) -> None:
+        self.script = script
+        self.source = source
+        self.line = line
+        self.redis_message = message
+        place = f" at {source}:{line}" if source is not None else ""
+        super().__init__(f"{script}{place}: {message}")
+
+
+_FAILURES: dict[int, type[ScriptFailed]] = {}
+
+
+def register_failure(cls: type[ScriptFailed]) -> type[ScriptFailed]:
+    """Class decorator: `cls` is what a script's reply of `cls.code` raises."""
+    _FAILURES[cls.code] = cls
+    return cls
+
+
+# -- arguments ----------------------------------------------------------------------------
+
+_TAG_BREAKERS = re.compile(r"[{}]")
+
+
+def encode_arg(script: str, name: str, kind: str, value: object) -> str | bytes:
+    """One argument as Redis receives it, after checking it against the header's type."""
+
+    def refuse(expected: str) -> ArgumentError:
+        return ArgumentError(
+            f"{script}: argument '{name}' must be {expected}, got {type(value).__name__}"
+            f" {value!r:.60}"
+        )
+
+    if value is None:
+        raise ArgumentError(f"{script}: argument '{name}' is required, got None")
+    if kind == "string":
+        if not isinstance(value, str):
+            raise refuse("a str")
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise refuse("an int")
+        return str(value)
+    if kind == "number":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise refuse("an int or a float")
+        if not math.isfinite(value):
+            raise refuse("a finite number")
+        return repr(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise refuse("a bool")
+        return "1" if value else "0"
+    if kind == "json":
+        try:
+            return json.dumps(value, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ArgumentError(f"{script}: argument '{name}' is not JSON: {exc}") from None
+    if not isinstance(value, bytes):  # msgpack, bytes
+        raise refuse("bytes")
+    return value
+
+
+def build_key(script: str, template: str, queue: str, values: dict[str, object]) -> str:
+    """A key from its header template: `{q}` is the queue, `<arg>` that argument's value."""
+    check_name(script, "queue", queue)
+
+    def fill(match: re.Match[str]) -> str:
+        value = values[match[1]]
+        check_name(script, match[1], value)
+        return str(value)
+
+    return re.sub(r"<([^>]*)>", fill, template.replace("{q}", "{" + queue + "}"))
+
+
+def check_name(script: str, what: str, value: object) -> None:
+    """A queue name or id that goes into a key: a non-empty str that cannot break the tag."""
+    if not isinstance(value, str) or not value:
+        raise ArgumentError(f"{script}: {what} must be a non-empty str, got {value!r:.60}")
+    if _TAG_BREAKERS.search(value):
+        raise ArgumentError(
+            f"{script}: {what} {value!r} contains '{{' or '}}', which would break the key's"
+            " hash tag"
+        )
+
+
+def check_keys(script: str, keys: Sequence[object], count: int) -> list[str | bytes]:
+    """Explicit keys: exactly `count` of them, each a non-empty str or bytes."""
+    if len(keys) != count:
+        raise ArgumentError(f"{script}: takes {count} keys, got {len(keys)}")
+    checked: list[str | bytes] = []
+    for position, key in enumerate(keys, start=1):
+        if not isinstance(key, str | bytes) or not key:
+            raise ArgumentError(
+                f"{script}: key {position} must be a non-empty str, got {key!r:.60}"
+            )
+        checked.append(key)
+    return checked
+
+
+# -- replies ------------------------------------------------------------------------------
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return str(value)
+
+
+def decode(shape: str, reply: object) -> object:
+    """The reply as the Python value its header's return shape describes."""
+    return _decoder(shape)(reply)
+
+
+def _decoder(shape: str) -> Callable[[object], object]:
+    alternatives = _split(shape, "|")
+    if len(alternatives) > 1:
+        decoders = [(_decoder(a), a) for a in alternatives]
+
+        def union(reply: object) -> object:
+            if reply is None and any(a == "nil" for _, a in decoders):
+                return None
+            for decoder, name in decoders:
+                if name == "nil":
+                    continue
+                try:
+                    return decoder(reply)
+                except (TypeError, ValueError):
+                    continue
+            raise TypeError(f"reply {reply!r:.60} does not fit {shape}")
+
+        return union
+    shape = shape.strip()
+    if shape == "int":
+        return _as_int
+    if shape in ("string", "status"):
+        return _as_str
+    if shape == "nil":
+        return _as_nil
+    if shape == "hash":
+        return _as_hash
+    if shape.startswith("list[") and shape.endswith("]"):
+        item = _decoder(shape[5:-1])
+        return lambda reply: [item(x) for x in _as_list(reply)]
+    if shape.startswith("tuple[") and shape.endswith("]"):
+        items = [_decoder(part) for part in _split(shape[6:-1], ",")]
+
+        def as_tuple(reply: object) -> object:
+            values = _as_list(reply)
+            if len(values) != len(items):
+                raise ValueError(f"expected {len(items)} values, got {len(values)}")
+            return tuple(item(value) for item, value in zip(items, values, strict=True))
+
+        return as_tuple
+    raise ValueError(f"unknown return shape {shape!r}")
+
+
+def _split(shape: str, separator: str) -> list[str]:
+    """Split at top-level separators only (not inside brackets)."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(shape):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == separator and depth == 0:
+            parts.append(shape[start:index].strip())
+            start = index + 1
+    parts.append(shape[start:].strip())
+    return parts
+
+
+def _as_int(reply: object) -> int:
+    if isinstance(reply, bool) or not isinstance(reply, int):
+        raise TypeError(f"expected an integer reply, got {reply!r:.60}")
+    return reply
+
+
+def _as_str(reply: object) -> str:
+    if not isinstance(reply, str | bytes):
+        raise TypeError(f"expected a string reply, got {reply!r:.60}")
+    return _text(reply)
+
+
+def _as_nil(reply: object) -> None:
+    if reply is not None:
+        raise TypeError(f"expected nil, got {reply!r:.60}")
+
+
+def _as_list(reply: object) -> list[object]:
+    if not isinstance(reply, list):
+        raise TypeError(f"expected an array reply, got {reply!r:.60}")
+    return reply
+
+
+def _as_hash(reply: object) -> dict[str, str]:
+    values = _as_list(reply)
+    if len(values) % 2:
+        raise ValueError("a hash reply needs an even number of values")
+    return {_text(k): _text(v) for k, v in zip(values[::2], values[1::2], strict=True)}
+
+
+# -- scripts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScriptSpec:
+    """What a wrapper knows about its script, all from the build that generated it."""
+
+    name: str  # "extendLock"
+    script_id: str  # "extendLock-2"
+    num_keys: int
+    sha1: str
+    returns: str  # the header's return shape
+    codes: tuple[int, ...]  # the failure codes the header lists
+    package: str  # the package whose lua/ folder holds <script_id>.lua and .map.json
+
+
+class Script:
+    """One packaged script: its body (checked against its sha1 on first use) and its calls.
+
+    It also offers the two attributes redis-py's pipelines read from the scripts registered with
+    them, `sha` and `script`, so a pipeline loads it before running.
+    """
+
+    def __init__(self, spec: ScriptSpec) -> None:
+        self.spec = spec
+        self._body: bytes | None = None
+        self._line_map: LineMap | None = None
+
+    @property
+    def body(self) -> bytes:
+        if self._body is None:
+            folder = resources.files(self.spec.package) / "lua"
+            body = (folder / f"{self.spec.script_id}.lua").read_bytes()
+            actual = hashlib.sha1(body).hexdigest()
+            if actual != self.spec.sha1:
+                raise BodyMismatchError(
+                    f"{self.spec.script_id}: the packaged body hashes to {actual}, but the build"
+                    f" recorded {self.spec.sha1}; rebuild with 'echomq-scripts build'"
+                )
+            self._body = body
+        return self._body
+
+    @property
+    def line_map(self) -> LineMap:
+        if self._line_map is None:
+            folder = resources.files(self.spec.package) / "lua"
+            data = json.loads((folder / f"{self.spec.script_id}.map.json").read_bytes())
+            self._line_map = LineMap.from_json(data)
+        return self._line_map
+
+    # redis-py's Pipeline.load_scripts() reads `sha` and `script`, and stores what SCRIPT LOAD
+    # answered into `sha`: for our bodies that is the same sha1.
+    @property
+    def sha(self) -> str:
+        return self.spec.sha1
+
+    @sha.setter
+    def sha(self, value: str) -> None:
+        if value != self.spec.sha1:
+            raise BodyMismatchError(f"{self.spec.script_id}: Redis hashed the body to {value}")
+
+    @property
+    def script(self) -> bytes:
+        return self.body
+
+    def run(
+        self, client: SyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
+    ) -> Any:
+        """EVALSHA on `client`; on NOSCRIPT, SCRIPT LOAD and one retry. The raw reply."""
+        try:
+            try:
+                return client.evalsha(self.spec.sha1, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:
+                client.script_load(self.body)
+                return client.evalsha(self.spec.sha1, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            raise
+        except redis.exceptions.ResponseError as exc:
+            raise self.lua_error(exc) from exc
+
+    async def arun(
+        self, client: AsyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
+    ) -> Any:
+        """`run` for the asyncio clients."""
+        try:
+            try:
+                return await client.evalsha(self.spec.sha1, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:
+                await client.script_load(self.body)
+                return await client.evalsha(self.spec.sha1, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            raise
+        except redis.exceptions.ResponseError as exc:
+            raise self.lua_error(exc) from exc
+
+    def queue(
+        self, pipe: PipelineClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
+    ) -> int:
+        """Queue the call on a pipeline; the index of its reply in `execute()`'s list."""
+        self.body  # noqa: B018 - checked now, so a damaged package fails here, not mid-pipeline
+        pipe.scripts.add(self)  # type: ignore[arg-type]
+        pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
+        return len(pipe.command_stack) - 1
+
+    def lua_error(self, exc: redis.exceptions.ResponseError) -> LuaError:
+        message = str(exc)
+        line = error_line(message)
+        origin = self.line_map.origin(line) if line is not None else None
+        source, source_line = origin if origin is not None else (None, None)
+        return LuaError(self.spec.script_id, source, source_line, message)
+
+    def result(self, reply: object, job_id: str | None = None) -> object:
+        """The decoded reply; a failure code or an error reply raises."""
+        if isinstance(reply, redis.exceptions.ResponseError):
+            raise self.lua_error(reply)
+        if isinstance(reply, int) and not isinstance(reply, bool) and reply < 0:
+            failure = _FAILURES.get(reply)
+            if failure is not None:
+                raise failure(self.spec.script_id, job_id)
+        return decode(self.spec.returns, reply)
+
+
+class Pending(Generic[T]):
+    """A wrapper call queued on a pipeline: `result(replies)` after `execute()`."""
+
+    def __init__(self, script: Script, index: int, job_id: str | None) -> None:
+        self.script = script
+        self.index = index
+        self.job_id = job_id
+
+    def result(self, replies: Sequence[object]) -> T:
+        """Decode this call's reply from the list `execute()` returned (raise_on_error or not)."""
+        value: Any = self.script.result(replies[self.index], self.job_id)
+        return value  # type: ignore[no-any-return]
+
+
+def load_all(client: SyncClient, scripts: Iterable[Script]) -> list[str]:
+    """SCRIPT LOAD every script (on every primary of a cluster); their sha1s, in order."""
+    return [str(client.script_load(script.body)) for script in scripts]
+
+
+async def aload_all(client: AsyncClient, scripts: Iterable[Script]) -> list[str]:
+    """`load_all` for the asyncio clients."""
+    return [str(await client.script_load(script.body)) for script in scripts]
