@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, ClassVar, Generic, TypeVar
@@ -52,7 +52,8 @@ class BodyMismatchError(ScriptError):
 class ScriptFailed(ScriptError):
     """A script returned a failure code of the protocol's closed table -1..-11.
 
-    The generated module `errors` defines one subclass per code; catch this class for all.
+    A generated package's module `errors` defines one subclass per code; catch this class for
+    all of them.
     """
 
     code: ClassVar[int] = 0
@@ -74,15 +75,6 @@ class LuaError(ScriptError):
         self.redis_message = message
         place = f" at {source}:{line}" if source is not None else ""
         super().__init__(f"{script}{place}: {message}")
-
-
-_FAILURES: dict[int, type[ScriptFailed]] = {}
-
-
-def register_failure(cls: type[ScriptFailed]) -> type[ScriptFailed]:
-    """Class decorator: `cls` is what a script's reply of `cls.code` raises."""
-    _FAILURES[cls.code] = cls
-    return cls
 
 
 # -- arguments ----------------------------------------------------------------------------
@@ -288,8 +280,10 @@ class Script:
     them, `sha` and `script`, so a pipeline loads it before running.
     """
 
-    def __init__(self, spec: ScriptSpec) -> None:
+    def __init__(self, spec: ScriptSpec, failures: Mapping[int, type[ScriptFailed]]) -> None:
         self.spec = spec
+        # Each generated package has its own classes: two of them can live in one process.
+        self.failures = failures
         self._body: bytes | None = None
         self._line_map: LineMap | None = None
 
@@ -334,6 +328,7 @@ class Script:
         self, client: SyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> Any:
         """EVALSHA on `client`; on NOSCRIPT, SCRIPT LOAD and one retry. The raw reply."""
+        self.body  # noqa: B018 - the first use checks the body before anything is sent
         try:
             try:
                 return client.evalsha(self.spec.sha1, len(keys), *keys, *args)
@@ -349,6 +344,7 @@ class Script:
         self, client: AsyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> Any:
         """`run` for the asyncio clients."""
+        self.body  # noqa: B018 - the first use checks the body before anything is sent
         try:
             try:
                 return await client.evalsha(self.spec.sha1, len(keys), *keys, *args)
@@ -364,7 +360,7 @@ class Script:
         self, pipe: PipelineClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> int:
         """Queue the call on a pipeline; the index of its reply in `execute()`'s list."""
-        self.body  # noqa: B018 - checked now, so a damaged package fails here, not mid-pipeline
+        self.body  # noqa: B018 - the first use checks the body before anything is sent
         pipe.scripts.add(self)  # type: ignore[arg-type]
         pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
         return len(pipe.command_stack) - 1
@@ -381,7 +377,7 @@ class Script:
         if isinstance(reply, redis.exceptions.ResponseError):
             raise self.lua_error(reply)
         if isinstance(reply, int) and not isinstance(reply, bool) and reply < 0:
-            failure = _FAILURES.get(reply)
+            failure = self.failures.get(reply)
             if failure is not None:
                 raise failure(self.spec.script_id, job_id)
         return decode(self.spec.returns, reply)

@@ -4,80 +4,69 @@
 Each is a `ScriptFailed`; a wrapper raises the one whose code its script returned.
 """
 
-from echomq_scripts.runtime import ScriptFailed, register_failure
+from echomq_scripts.runtime import ScriptFailed
 
 
-@register_failure
 class JobNotExist(ScriptFailed):
     """The script returned -1 (JobNotExist)."""
 
     code = -1
 
 
-@register_failure
 class JobLockNotExist(ScriptFailed):
     """The script returned -2 (JobLockNotExist)."""
 
     code = -2
 
 
-@register_failure
 class JobNotInState(ScriptFailed):
     """The script returned -3 (JobNotInState)."""
 
     code = -3
 
 
-@register_failure
 class JobPendingChildren(ScriptFailed):
     """The script returned -4 (JobPendingChildren)."""
 
     code = -4
 
 
-@register_failure
 class ParentJobNotExist(ScriptFailed):
     """The script returned -5 (ParentJobNotExist)."""
 
     code = -5
 
 
-@register_failure
 class JobLockMismatch(ScriptFailed):
     """The script returned -6 (JobLockMismatch)."""
 
     code = -6
 
 
-@register_failure
 class ParentJobCannotBeReplaced(ScriptFailed):
     """The script returned -7 (ParentJobCannotBeReplaced)."""
 
     code = -7
 
 
-@register_failure
 class JobBelongsToJobScheduler(ScriptFailed):
     """The script returned -8 (JobBelongsToJobScheduler)."""
 
     code = -8
 
 
-@register_failure
 class JobHasFailedChildren(ScriptFailed):
     """The script returned -9 (JobHasFailedChildren)."""
 
     code = -9
 
 
-@register_failure
 class SchedulerJobIdCollision(ScriptFailed):
     """The script returned -10 (SchedulerJobIdCollision)."""
 
     code = -10
 
 
-@register_failure
 class SchedulerJobSlotsBusy(ScriptFailed):
     """The script returned -11 (SchedulerJobSlotsBusy)."""
 

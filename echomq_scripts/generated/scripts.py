@@ -21,7 +21,7 @@ from echomq_scripts.runtime import (
     SyncClient,
 )
 
-from . import errors  # noqa: F401 - importing it registers the failure classes
+from .errors import BY_CODE
 
 
 class ExtendLockKeys(NamedTuple):
@@ -42,7 +42,8 @@ _EXTEND_LOCK = Script(
         returns="int",
         codes=(-2, -6),
         package="echomq_scripts.generated",
-    )
+    ),
+    BY_CODE,
 )
 
 
@@ -191,7 +192,8 @@ _GET_JOB_STATE = Script(
         returns="string",
         codes=(),
         package="echomq_scripts.generated",
-    )
+    ),
+    BY_CODE,
 )
 
 

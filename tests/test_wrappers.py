@@ -1,0 +1,315 @@
+"""The generated wrappers and their runtime, on a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+from click.testing import CliRunner
+
+from echomq_scripts import generated as g
+from echomq_scripts.cli import cli
+from echomq_scripts.codes import ERROR_CODES
+from echomq_scripts.generated import errors
+from echomq_scripts.runtime import (
+    ArgumentError,
+    BodyMismatchError,
+    LuaError,
+    ScriptFailed,
+)
+from tests.conftest import REPO, copy_fixture, run_build
+from tests.redis_server import RedisServer
+
+LOCK, STALLED = "emq:{mail}:7:lock", "emq:{mail}:stalled"
+
+
+def async_client(server: RedisServer) -> redis.asyncio.Redis:
+    return redis.asyncio.Redis(host="127.0.0.1", port=server.port)
+
+
+def run_async(server: RedisServer, call: Any) -> Any:
+    """Run `await call(client)` with a fresh asyncio client of `server`."""
+
+    async def main() -> Any:
+        client = async_client(server)
+        try:
+            return await call(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(main())
+
+
+# -- every wrapper, sync and async ------------------------------------------------------
+
+
+def test_extend_lock_through_its_wrapper(r: redis.Redis) -> None:
+    with pytest.raises(errors.JobLockNotExist) as missing:
+        g.extend_lock(r, queue="mail", token="tok", duration=30000, job_id="7")
+    assert (missing.value.code, missing.value.job_id, missing.value.script) == (
+        -2,
+        "7",
+        "extendLock-2",
+    )
+    r.set(LOCK, "tok", px=1000)
+    r.sadd(STALLED, "7")
+    with pytest.raises(errors.JobLockMismatch):
+        g.extend_lock(r, queue="mail", token="other", duration=30000, job_id="7")
+    assert g.extend_lock(r, queue="mail", token="tok", duration=30000, job_id="7") == 1
+    assert 1000 < r.pttl(LOCK) <= 30000
+    assert r.smembers(STALLED) == set()
+
+
+def test_extend_lock_async(r: redis.Redis, redis_server: RedisServer) -> None:
+    r.set(LOCK, "tok", px=1000)
+    extended = run_async(
+        redis_server,
+        lambda c: g.extend_lock_async(c, queue="mail", token="tok", duration=30000, job_id="7"),
+    )
+    assert extended == 1
+    assert r.pttl(LOCK) > 1000
+    with pytest.raises(errors.JobLockMismatch):
+        run_async(
+            redis_server,
+            lambda c: g.extend_lock_async(c, queue="mail", token="x", duration=1, job_id="7"),
+        )
+
+
+def test_explicit_keys_equal_the_queue_helper(r: redis.Redis) -> None:
+    keys = g.extend_lock_keys("mail", "7")
+    assert keys == g.ExtendLockKeys(lock=LOCK, stalled=STALLED)
+    r.set(LOCK, "tok")
+    assert g.extend_lock(r, keys=keys, token="tok", duration=5000, job_id="7") == 1
+
+
+STATES = ["wait", "paused", "active", "delayed", "prioritized", "completed", "failed"]
+
+
+@pytest.mark.parametrize("state", [*STATES, "waiting-children"])
+def test_get_job_state_sync_and_async(
+    state: str, r: redis.Redis, redis_server: RedisServer
+) -> None:
+    key = f"emq:{{mail}}:{state}"
+    if state in ("wait", "paused", "active"):
+        r.rpush(key, "other", "42")
+    else:
+        r.zadd(key, {"other": 1, "42": 2})
+    assert g.get_job_state(r, queue="mail", job_id="42") == state
+    found = run_async(redis_server, lambda c: g.get_job_state_async(c, queue="mail", job_id="42"))
+    assert found == state
+    assert g.get_job_state(r, queue="mail", job_id="43") == "unknown"
+
+
+# -- NOSCRIPT recovery -------------------------------------------------------------------
+
+
+def loaded(r: redis.Redis) -> list[bool]:
+    return [bool(x) for x in r.script_exists(*(s.sha for s in g.SCRIPTS))]
+
+
+def test_plain_call_recovers_from_script_flush(r: redis.Redis) -> None:
+    r.set(LOCK, "tok")
+    assert g.extend_lock(r, queue="mail", token="tok", duration=5000, job_id="7") == 1
+    r.script_flush()
+    assert loaded(r) == [False, False]
+    assert g.extend_lock(r, queue="mail", token="tok", duration=5000, job_id="7") == 1
+    assert loaded(r) == [True, False]
+
+
+@pytest.mark.parametrize("transaction", [False, True], ids=["pipeline", "multi-exec"])
+def test_pipeline_loads_missing_scripts_before_it_runs(r: redis.Redis, transaction: bool) -> None:
+    r.set(LOCK, "tok")
+    r.rpush("emq:{mail}:wait", "7")
+    r.script_flush()
+    pipe = r.pipeline(transaction=transaction)
+    extended = g.extend_lock_pipeline(pipe, queue="mail", token="tok", duration=5000, job_id="7")
+    state = g.get_job_state_pipeline(pipe, queue="mail", job_id="7")
+    refused = g.extend_lock_pipeline(pipe, queue="mail", token="bad", duration=5000, job_id="7")
+    replies = pipe.execute()
+    assert extended.result(replies) == 1
+    assert state.result(replies) == "wait"
+    with pytest.raises(errors.JobLockMismatch):
+        refused.result(replies)
+    assert loaded(r) == [True, True]
+
+
+def test_async_multi_exec_loads_missing_scripts(r: redis.Redis, redis_server: RedisServer) -> None:
+    r.rpush("emq:{mail}:paused", "9")
+    r.script_flush()
+
+    async def call(client: redis.asyncio.Redis) -> str:
+        async with client.pipeline(transaction=True) as pipe:
+            pending = g.get_job_state_pipeline(pipe, queue="mail", job_id="9")
+            return pending.result(await pipe.execute())
+
+    assert run_async(redis_server, call) == "paused"
+
+
+def test_load_all_warms_every_script(r: redis.Redis, redis_server: RedisServer) -> None:
+    assert loaded(r) == [False, False]
+    assert g.load_all(r) == [s.sha for s in g.SCRIPTS]
+    assert loaded(r) == [True, True]
+    r.script_flush()
+    run_async(redis_server, g.aload_all)
+    assert loaded(r) == [True, True]
+
+
+# -- argument checks ---------------------------------------------------------------------
+
+
+BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
+    ("a str for an int", {"duration": "5000"}, "argument 'duration' must be an int, got str"),
+    ("a bool for an int", {"duration": True}, "argument 'duration' must be an int, got bool"),
+    ("None for a string", {"token": None}, "argument 'token' is required, got None"),
+    ("an int for a string", {"token": 7}, "argument 'token' must be a str, got int"),
+    ("a queue breaking the tag", {"queue": "ma{il"}, "queue 'ma{il' contains '{' or '}'"),
+    ("an empty queue", {"queue": ""}, "queue must be a non-empty str"),
+    ("a job id breaking the tag", {"job_id": "7}"}, "job_id '7}' contains '{' or '}'"),
+    ("queue and keys both", {"keys": ("a", "b")}, "pass queue= or keys=, not both"),
+    ("neither queue nor keys", {"queue": None}, "pass queue= or keys="),
+    ("too few keys", {"queue": None, "keys": ("a",)}, "takes 2 keys, got 1"),
+    ("an empty key", {"queue": None, "keys": ("a", "")}, "key 2 must be a non-empty str"),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"), [(c, m) for _, c, m in BAD_CALLS], ids=[n for n, _, _ in BAD_CALLS]
+)
+def test_bad_arguments_are_refused_before_anything_is_sent(
+    r: redis.Redis, change: dict[str, Any], message: str
+) -> None:
+    arguments: dict[str, Any] = {"queue": "mail", "token": "t", "duration": 1, "job_id": "7"}
+    arguments.update(change)
+    r.config_resetstat()
+    with pytest.raises(ArgumentError, match=message.replace("{", "\\{").replace("}", "\\}")):
+        g.extend_lock(r, **arguments)
+    with pytest.raises(ArgumentError):
+        g.extend_lock_pipeline(r.pipeline(), **arguments)
+    sent = [name for name in r.info("commandstats") if "eval" in name or "script" in name]
+    assert sent == []
+
+
+def test_number_and_json_arguments_are_checked_too() -> None:
+    from echomq_scripts.runtime import encode_arg
+
+    assert encode_arg("s", "ratio", "number", 0.5) == "0.5"
+    assert encode_arg("s", "flag", "bool", False) == "0"
+    assert encode_arg("s", "opts", "json", {"b": [1, None]}) == '{"b":[1,null]}'
+    with pytest.raises(ArgumentError, match="finite"):
+        encode_arg("s", "ratio", "number", float("nan"))
+    with pytest.raises(ArgumentError, match="not JSON"):
+        encode_arg("s", "opts", "json", {1j})
+    with pytest.raises(ArgumentError, match="must be bytes"):
+        encode_arg("s", "packed", "msgpack", "text")
+
+
+# -- generated packages of fixture projects ----------------------------------------------
+
+
+def generate_fixture(name: str, package: str, tmp: Path) -> ModuleType:
+    """Build a fixture project (its wrappers into its own package) and import that package."""
+    project = copy_fixture(name, tmp)
+    result = run_build(project / "lua_src", project / "build")
+    assert not result.failed(strict=True), result.diagnostics
+    sys.path.insert(0, str(project))
+    try:
+        return importlib.import_module(f"{package}.generated")
+    finally:
+        sys.path.remove(str(project))
+
+
+@pytest.fixture(scope="module")
+def every_code(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    yield generate_fixture("every-code", "emq_every_code", tmp_path_factory.mktemp("codes"))
+    for module in [m for m in sys.modules if m.startswith("emq_every_code")]:
+        del sys.modules[module]
+
+
+@pytest.mark.parametrize(("code", "name"), sorted(ERROR_CODES.items(), reverse=True))
+def test_every_code_raises_its_exception(
+    every_code: ModuleType, r: redis.Redis, code: int, name: str
+) -> None:
+    with pytest.raises(ScriptFailed) as failed:
+        every_code.fail(r, queue="mail", code=code, job_id="j1")
+    assert type(failed.value) is getattr(every_code.errors, name)
+    assert (failed.value.code, failed.value.job_id, failed.value.script) == (code, "j1", "fail-1")
+    assert every_code.fail(r, queue="mail", code=0, job_id="j1") == 1
+
+
+def test_lua_errors_name_the_source_line(tmp_path: Path, r: redis.Redis) -> None:
+    module = generate_fixture("runtime-error", "emq_runtime_error", tmp_path)
+    try:
+        with pytest.raises(LuaError) as raised:
+            module.fail(r, keys=module.FailKeys("emq:{q}:target"), mode="lua")
+        assert (raised.value.source, raised.value.line) == ("includes/failures.lua", 3)
+        assert "cannot handle emq:{q}:target" in raised.value.redis_message
+        assert str(raised.value).startswith("fail-1 at includes/failures.lua:3: ")
+        with pytest.raises(LuaError) as command:
+            module.fail(r, keys=module.FailKeys("emq:{q}:target"), mode="redis")
+        assert (command.value.source, command.value.line) == ("includes/failures.lua", 8)
+        # The format of servers before Redis 7: the line only in front of the message.
+        script = module.scripts._FAIL
+        line = raised.value.redis_message.split("on @user_script:")[1].rstrip(".")
+        older = redis.exceptions.ResponseError(
+            f"Error running script (call to f_{script.sha}): @user_script:{line}: boom"
+        )
+        assert (script.lua_error(older).source, script.lua_error(older).line) == (
+            "includes/failures.lua",
+            3,
+        )
+    finally:
+        for name in [m for m in sys.modules if m.startswith("emq_runtime_error")]:
+            del sys.modules[name]
+
+
+def test_a_changed_body_is_refused_on_first_use(tmp_path: Path, r: redis.Redis) -> None:
+    project = copy_fixture("runtime-error", tmp_path)
+    run_build(project / "lua_src", project / "build")
+    body = project / "emq_runtime_error" / "generated" / "lua" / "fail-1.lua"
+    body.write_bytes(body.read_bytes() + b"-- edited by hand\n")
+    sys.path.insert(0, str(project))
+    try:
+        module = importlib.import_module("emq_runtime_error.generated")
+        r.config_resetstat()
+        with pytest.raises(BodyMismatchError, match="rebuild"):
+            module.fail(r, keys=module.FailKeys("k"), mode="lua")
+        assert r.info("commandstats").get("cmdstat_evalsha") is None
+    finally:
+        sys.path.remove(str(project))
+        for name in [m for m in sys.modules if m.startswith("emq_runtime_error")]:
+            del sys.modules[name]
+
+
+# -- build --check -----------------------------------------------------------------------
+
+
+def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    shutil.copytree(REPO / "lua_src", project / "lua_src")
+    shutil.copytree(REPO / "echomq_scripts" / "generated", project / "echomq_scripts" / "generated")
+    shutil.copy(REPO / "pyproject.toml", project)
+    previous = Path.cwd()
+    os.chdir(project)
+    try:
+        runner = CliRunner()
+        assert runner.invoke(cli, ["build", "--check", "--no-cache"]).exit_code == 0
+        script = Path("lua_src/extendLock-2.lua")
+        script.write_text(script.read_text().replace("PX", "px"))
+        stale = runner.invoke(cli, ["build", "--check", "--no-cache"])
+        assert stale.exit_code == 1
+        assert "generated/lua/extendLock-2.lua: out of date" in stale.stderr
+        assert "generated/scripts.py: out of date" in stale.stderr
+        assert runner.invoke(cli, ["build", "--no-cache"]).exit_code == 0
+        assert runner.invoke(cli, ["build", "--check", "--no-cache"]).exit_code == 0
+    finally:
+        os.chdir(previous)
