@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 import redis
+import redis.cluster
 
 from echomq_scripts.cache import AnalysisCache
 from echomq_scripts.config import load_config
 from echomq_scripts.pipeline import BuildResult, build
+from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer, RedisUnavailable, find_binary
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,6 +35,31 @@ def redis_server() -> Iterator[RedisServer]:
         pytest.skip(str(exc))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisCluster]:
+    """A three-primary cluster, started once per session when a test asks for it."""
+    try:
+        cluster = RedisCluster(find_binary()).start()
+    except RedisUnavailable as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs a Redis Cluster: {exc}")
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def rc(redis_cluster: RedisCluster) -> Iterator[redis.cluster.RedisCluster]:
+    """A cluster client, every primary emptied of keys and scripts before the test."""
+    for primary in redis_cluster.primary_clients():
+        primary.flushall()
+        primary.script_flush()
+        primary.close()
+    client = redis_cluster.client()
+    yield client
+    client.close()
 
 
 @pytest.fixture

@@ -1,0 +1,102 @@
+"""A private Redis Cluster for the tests: primaries (and replicas) on free loopback ports.
+
+Built from `RedisServer` processes started with cluster mode on, joined with
+`redis-cli --cluster create`, and stopped by pid like any other test server.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+import redis.cluster
+
+from tests.redis_server import RedisServer, RedisUnavailable
+
+
+@dataclass
+class RedisCluster:
+    binary: str
+    primaries: int = 3
+    replicas: int = 0
+    nodes: list[RedisServer] = field(default_factory=list)
+
+    def start(self) -> RedisCluster:
+        cli = shutil.which("redis-cli", path=str(Path(self.binary).parent)) or shutil.which(
+            "redis-cli"
+        )
+        if cli is None:
+            raise RedisUnavailable("redis-cli not found next to redis-server or on PATH")
+        count = self.primaries * (1 + self.replicas)
+        try:
+            for _ in range(count):
+                node = RedisServer(self.binary).start(
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "2000",
+                )
+                self.nodes.append(node)
+            addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
+            done = subprocess.run(
+                [
+                    cli,
+                    "--cluster",
+                    "create",
+                    *addresses,
+                    "--cluster-replicas",
+                    str(self.replicas),
+                    "--cluster-yes",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            if done.returncode != 0:
+                raise RedisUnavailable(f"redis-cli --cluster create failed: {done.stdout[-500:]}")
+            self._wait_until_ok()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_ok(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = []
+            for node in self.nodes:
+                with node.client(decode_responses=True) as client:
+                    info = client.execute_command("CLUSTER INFO")
+                    # redis-py parses the reply into a dict; older versions leave it text.
+                    state = info.get("cluster_state") if isinstance(info, dict) else info
+                    states.append("ok" in str(state))
+            if all(states):
+                return
+            time.sleep(0.1)
+        raise RedisUnavailable("the cluster did not reach cluster_state:ok")
+
+    def client(self) -> redis.cluster.RedisCluster:
+        return redis.cluster.RedisCluster(host="127.0.0.1", port=self.nodes[0].port)
+
+    def primary_clients(self) -> list[redis.Redis]:
+        """A plain client of each primary node."""
+        found = []
+        for node in self.nodes:
+            client = node.client()
+            role = client.execute_command("ROLE")[0]
+            if role in (b"master", "master"):
+                found.append(client)
+            else:
+                client.close()
+        return found
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+        self.nodes.clear()

@@ -1,0 +1,74 @@
+"""The generated wrappers on a real three-primary Redis Cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import redis.asyncio.cluster
+import redis.cluster
+
+from echomq_scripts import generated as g
+from tests.redis_cluster import RedisCluster
+
+
+def queues_on_every_primary(rc: redis.cluster.RedisCluster) -> dict[str, str]:
+    """One queue name per primary: queue -> the node that owns its slot."""
+    found: dict[str, str] = {}
+    for number in itertools.count():
+        queue = f"q{number}"
+        node = rc.get_node_from_key(f"emq:{{{queue}}}:wait").name
+        if node not in found.values():
+            found[queue] = node
+        if len(found) == len(rc.get_primaries()):
+            return found
+    raise AssertionError("unreachable")
+
+
+def loaded_everywhere(cluster: RedisCluster) -> list[list[bool]]:
+    shas = [s.sha for s in g.SCRIPTS]
+    states = []
+    for primary in cluster.primary_clients():
+        states.append([bool(x) for x in primary.script_exists(*shas)])
+        primary.close()
+    return states
+
+
+def test_wrappers_run_on_the_node_owning_each_queue(
+    rc: redis.cluster.RedisCluster, redis_cluster: RedisCluster
+) -> None:
+    queues = queues_on_every_primary(rc)
+    assert len(set(queues.values())) == 3
+    for queue in queues:
+        rc.set(f"emq:{{{queue}}}:7:lock", "tok")
+        rc.rpush(f"emq:{{{queue}}}:active", "7")
+        # Every primary starts without the scripts: the first call loads them (NOSCRIPT).
+        assert g.extend_lock(rc, queue=queue, token="tok", duration=5000, job_id="7") == 1
+        assert g.get_job_state(rc, queue=queue, job_id="7") == "active"
+        assert rc.pttl(f"emq:{{{queue}}}:7:lock") > 0
+    assert loaded_everywhere(redis_cluster) == [[True, True]] * 3
+
+
+def test_async_wrappers_on_the_cluster(rc: redis.cluster.RedisCluster) -> None:
+    queues = list(queues_on_every_primary(rc))
+    for queue in queues:
+        rc.zadd(f"emq:{{{queue}}}:delayed", {"5": 1})
+
+    async def main() -> list[str]:
+        client = redis.asyncio.cluster.RedisCluster(
+            host=rc.get_default_node().host, port=rc.get_default_node().port
+        )
+        try:
+            return [await g.get_job_state_async(client, queue=q, job_id="5") for q in queues]
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(main()) == ["delayed"] * len(queues)
+
+
+def test_load_all_loads_every_primary(
+    rc: redis.cluster.RedisCluster, redis_cluster: RedisCluster
+) -> None:
+    assert loaded_everywhere(redis_cluster) == [[False, False]] * 3
+    assert g.load_all(rc) == [s.sha for s in g.SCRIPTS]
+    assert loaded_everywhere(redis_cluster) == [[True, True]] * 3
