@@ -89,7 +89,7 @@ class RedisCluster:
         found = []
         for node in self.nodes:
             client = node.client()
-            role = client.execute_command("ROLE")[0]
+            role = client.execute_command("ROLE")[0]  # type: ignore[no-untyped-call]
             if role in (b"master", "master"):
                 found.append(client)
             else:
