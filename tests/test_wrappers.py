@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
+import json
 import os
 import shutil
 import sys
+import types
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +25,7 @@ from echomq_scripts import generated as g
 from echomq_scripts.cli import cli
 from echomq_scripts.codes import ERROR_CODES
 from echomq_scripts.generated import errors
+from echomq_scripts.naming import snake_case
 from echomq_scripts.runtime import (
     ArgumentError,
     BodyMismatchError,
@@ -313,3 +318,77 @@ def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> Non
         assert runner.invoke(cli, ["build", "--check", "--no-cache"]).exit_code == 0
     finally:
         os.chdir(previous)
+
+
+# -- every wrapper, whatever scripts there are -------------------------------------------
+
+SAMPLES: dict[object, object] = {"str": "x1", "int": 1000, "float": 1.5, "bool": True}
+
+
+def wrapper_calls() -> list[tuple[str, dict[str, Any]]]:
+    """Each generated wrapper's name, and keyword arguments that fit its signature."""
+    calls = []
+    for script in g.SCRIPTS:
+        name = snake_case(script.spec.name)
+        signature = inspect.signature(getattr(g, name))
+        arguments: dict[str, Any] = {"queue": "mail"}
+        for parameter in list(signature.parameters.values())[1:]:
+            if parameter.name not in ("queue", "keys") and parameter.default is parameter.empty:
+                arguments[parameter.name] = SAMPLES[parameter.annotation]
+        calls.append((name, arguments))
+    return calls
+
+
+@pytest.mark.parametrize(("name", "arguments"), wrapper_calls(), ids=lambda x: str(x)[:20])
+def test_every_wrapper_answers_alike_sync_and_async(
+    name: str, arguments: dict[str, Any], r: redis.Redis, redis_server: RedisServer
+) -> None:
+    """On an empty queue each wrapper gives its typed reply or a failure its header lists."""
+    script = next(s for s in g.SCRIPTS if snake_case(s.spec.name) == name)
+
+    def outcome(call: Any) -> object:
+        try:
+            return call()
+        except ScriptFailed as failed:
+            return failed
+
+    sync = outcome(lambda: getattr(g, name)(r, **arguments))
+    asynchronous = outcome(
+        lambda: run_async(redis_server, lambda c: getattr(g, f"{name}_async")(c, **arguments))
+    )
+    if isinstance(sync, ScriptFailed):
+        assert sync.code in script.spec.codes
+        assert type(asynchronous) is type(sync)
+    else:
+        assert sync == asynchronous
+        annotation = inspect.signature(getattr(g, name)).return_annotation
+        assert fits(sync, eval(annotation, {"None": None}))  # the declared return type
+
+
+def fits(value: object, annotation: Any) -> bool:
+    """isinstance() for the annotations wrappers return: int, str, None, unions, generics."""
+    if annotation is None:
+        return value is None
+    origin, parts = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(fits(value, part) for part in parts)
+    if origin is list:
+        return isinstance(value, list) and all(fits(v, parts[0]) for v in value)
+    if origin is tuple:
+        return isinstance(value, tuple) and all(map(fits, value, parts))
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            fits(k, parts[0]) and fits(v, parts[1]) for k, v in value.items()
+        )
+    return isinstance(value, annotation)
+
+
+def test_wrappers_use_the_bodies_the_manifest_lists(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    run_build(REPO / "lua_src", out)
+    manifest = json.loads((out / "manifest.json").read_bytes())
+    assert {s["name"]: s["sha1"] for s in manifest["scripts"]} == {
+        s.spec.name: s.sha for s in g.SCRIPTS
+    }
+    for script in g.SCRIPTS:
+        assert script.body == (out / "scripts" / f"{script.spec.script_id}.lua").read_bytes()
