@@ -15,11 +15,20 @@ from functools import cached_property
 from typing import Any
 
 from . import __version__
+from .errors import EchoMQScriptsError
 from .manifest import ScriptBuild, line_map, to_json_bytes
 from .naming import identifier, pascal_case, snake_case
 
-# Wrapper parameters of their own, which a header argument of the same name must not shadow.
-_RESERVED = frozenset({"client", "pipe", "queue", "keys", "extra_keys"})
+# Names the generated module uses itself: a header argument, key or script of the same name
+# gets a trailing underscore instead of shadowing one.
+_RESERVED = frozenset(
+    {"client", "pipe", "queue", "keys", "extra_keys", "runtime", "cast", "annotations"}
+    | {"NamedTuple", "Sequence", "Pending", "Script", "ScriptSpec", "BY_CODE"}
+    | {"SyncClient", "AsyncClient", "PipelineClient", "SCRIPTS", "load_all", "aload_all"}
+    | {"errors", "scripts"}
+)
+# NamedTuple's own members: a key field of the same name would hide them.
+_TUPLE_MEMBERS = frozenset({"count", "index"})
 
 _ARG_TYPES = {
     "string": "str",
@@ -39,6 +48,10 @@ _SHAPE_TYPES = {
 }
 # An argument with one of these names identifies the job a failure is about.
 _JOB_ID_ARGS = ("job_id", "jobId", "id")
+
+
+class CodegenError(EchoMQScriptsError):
+    """The scripts cannot be given distinct Python names."""
 
 
 def python_type(shape: str) -> str:
@@ -117,7 +130,7 @@ class ScriptView:
 
     @property
     def func(self) -> str:
-        return snake_case(self.name)
+        return identifier(snake_case(self.name), _RESERVED)
 
     @property
     def constant(self) -> str:
@@ -133,7 +146,12 @@ class ScriptView:
         if header is None:
             return [KeyView(f"key{i}", "", "", False) for i in range(1, self.entry.num_keys + 1)]
         return [
-            KeyView(identifier(k.name.lstrip("_") or "key"), k.description, k.template, k.unused)
+            KeyView(
+                identifier(k.name.lstrip("_") or "key", _TUPLE_MEMBERS | _RESERVED),
+                k.description,
+                k.template,
+                k.unused,
+            )
             for k in header.keys
         ]
 
@@ -167,6 +185,11 @@ class ScriptView:
     @property
     def has_rest_keys(self) -> bool:
         return self.script.header is not None and self.script.header.rest_keys is not None
+
+    @property
+    def keyless(self) -> bool:
+        """A script that takes no keys at all: its wrappers take neither queue= nor keys=."""
+        return not self.keys and not self.has_rest_keys
 
     @property
     def templated(self) -> bool:
@@ -207,7 +230,7 @@ class ScriptView:
     @property
     def call_parameters(self) -> list[str]:
         """The names `_<func>_call` takes, in order; each wrapper passes its own of each."""
-        names = ["queue", "keys"] if self.templated else ["keys"]
+        names = [] if self.keyless else ["queue", "keys"] if self.templated else ["keys"]
         if self.has_rest_keys:
             names.append("extra_keys")
         names += [a.param for a in self.args]
@@ -265,6 +288,14 @@ def generated_files(scripts: list[ScriptBuild], package: str) -> dict[str, bytes
         autoescape=False,  # Python source, not HTML
     )
     views = [ScriptView(s, package) for s in sorted(scripts, key=lambda s: s.resolved.entry.name)]
+    functions: dict[str, str] = {}
+    for view in views:
+        if view.func in functions:
+            raise CodegenError(
+                f"scripts '{functions[view.func]}' and '{view.name}' would both be wrapped as"
+                f" '{view.func}': rename one of them"
+            )
+        functions[view.func] = view.name
     from .codes import ERROR_CODES
 
     exports = ["SCRIPTS", "aload_all", "load_all"]

@@ -7,10 +7,15 @@ import re
 
 
 def snake_case(name: str) -> str:
-    """`moveToActive` -> `move_to_active`; `getJobIDs` -> `get_job_ids`."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", spaced)
-    return spaced.lower()
+    """`moveToActive` -> `move_to_active`; `getJobIDs` -> `get_job_ids`; `HTTPServer` ->
+    `http_server`."""
+    # A run of capitals is one word, but its last capital starts the next word when a
+    # lowercase letter follows it ("HTTPServer"), unless that lowercase is a plural "s" at the
+    # end of the run ("IDs").
+    words = re.findall(
+        r"[A-Z]+(?:s(?![a-z]))?(?=[A-Z][a-z]|\d|\b|_|$)|[A-Z]?[a-z]+|[A-Z]+|\d+", name
+    )
+    return "_".join(word.lower() for word in words)
 
 
 def pascal_case(name: str) -> str:

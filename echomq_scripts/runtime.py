@@ -27,6 +27,7 @@ import redis.asyncio.client
 import redis.asyncio.cluster
 import redis.client
 import redis.cluster
+from redis.crc import key_slot
 
 from .linemap import LineMap, error_line
 
@@ -34,7 +35,16 @@ T = TypeVar("T")
 
 SyncClient = redis.Redis | redis.cluster.RedisCluster
 AsyncClient = redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster
-PipelineClient = redis.client.Pipeline | redis.asyncio.client.Pipeline
+PipelineClient = (
+    redis.client.Pipeline
+    | redis.asyncio.client.Pipeline
+    | redis.cluster.ClusterPipeline
+    | redis.asyncio.cluster.ClusterPipeline
+)
+_SYNC_CLIENTS = (redis.Redis, redis.cluster.RedisCluster)
+_ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster)
+_CLUSTER_PIPELINES = (redis.cluster.ClusterPipeline, redis.asyncio.cluster.ClusterPipeline)
+_PIPELINES = (redis.client.Pipeline, redis.asyncio.client.Pipeline, *_CLUSTER_PIPELINES)
 
 
 class ScriptError(Exception):
@@ -64,6 +74,10 @@ class ScriptFailed(ScriptError):
         where = f" for job {job_id!r}" if job_id is not None else ""
         super().__init__(f"{script} returned {self.code} ({type(self).__name__}){where}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its fields, so it crosses process boundaries (pickle) intact.
+        return (type(self), (self.script, self.job_id))
+
 
 class LuaError(ScriptError):
     """Redis raised an error while running a script; `source` and `line` say where."""
@@ -75,6 +89,17 @@ class LuaError(ScriptError):
         self.redis_message = message
         place = f" at {source}:{line}" if source is not None else ""
         super().__init__(f"{script}{place}: {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.script, self.source, self.line, self.redis_message))
+
+
+class ReplyShapeError(ScriptError):
+    """A script's reply does not have the shape its header declares."""
+
+
+class NotLoadedError(ScriptError):
+    """A script was not loaded on the server that ran a pipeline which could not load it."""
 
 
 # -- arguments ----------------------------------------------------------------------------
@@ -96,6 +121,10 @@ def encode_arg(script: str, name: str, kind: str, value: object) -> str | bytes:
     if kind == "string":
         if not isinstance(value, str):
             raise refuse("a str")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise refuse("a str that UTF-8 can encode (no lone surrogates)") from None
         return value
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
@@ -126,11 +155,14 @@ def build_key(script: str, template: str, queue: str, values: dict[str, object])
     check_name(script, "queue", queue)
 
     def fill(match: re.Match[str]) -> str:
+        if match[0] == "{q}":
+            return "{" + queue + "}"
         value = values[match[1]]
         check_name(script, match[1], value)
         return str(value)
 
-    return re.sub(r"<([^>]*)>", fill, template.replace("{q}", "{" + queue + "}"))
+    # One pass, so that a queue name holding "<x>" is never read as a placeholder.
+    return re.sub(r"\{q\}|<([^>]*)>", fill, template)
 
 
 def check_name(script: str, what: str, value: object) -> None:
@@ -144,9 +176,11 @@ def check_name(script: str, what: str, value: object) -> None:
         )
 
 
-def check_keys(script: str, keys: Sequence[object], count: int) -> list[str | bytes]:
-    """Explicit keys: exactly `count` of them, each a non-empty str or bytes."""
-    if len(keys) != count:
+def check_keys(script: str, keys: object, count: int | None) -> list[str | bytes]:
+    """Explicit keys: a sequence of `count` (None: any number of) non-empty str or bytes."""
+    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence):
+        raise ArgumentError(f"{script}: keys must be a sequence of str, got {keys!r:.60}")
+    if count is not None and len(keys) != count:
         raise ArgumentError(f"{script}: takes {count} keys, got {len(keys)}")
     checked: list[str | bytes] = []
     for position, key in enumerate(keys, start=1):
@@ -156,6 +190,23 @@ def check_keys(script: str, keys: Sequence[object], count: int) -> list[str | by
             )
         checked.append(key)
     return checked
+
+
+def check_sequence(script: str, name: str, values: object) -> Sequence[object]:
+    """A variable argument list: a sequence, not a str or bytes that would split into items."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise ArgumentError(f"{script}: {name} must be a sequence, got {values!r:.60}")
+    return values
+
+
+def check_one_slot(script: str, keys: Sequence[str | bytes]) -> None:
+    """All keys of one call must hash to one Cluster slot, as the queue's hash tag makes them."""
+    slots = {key_slot(k.encode("utf-8") if isinstance(k, str) else k) for k in keys}
+    if len(slots) > 1:
+        raise ArgumentError(
+            f"{script}: the keys hash to {len(slots)} different Cluster slots; every key of one"
+            " call must carry the same hash tag"
+        )
 
 
 # -- replies ------------------------------------------------------------------------------
@@ -328,6 +379,11 @@ class Script:
         self, client: SyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> Any:
         """EVALSHA on `client`; on NOSCRIPT, SCRIPT LOAD and one retry. The raw reply."""
+        if isinstance(client, _PIPELINES) or not isinstance(client, _SYNC_CLIENTS):
+            raise ArgumentError(
+                f"{self.spec.script_id}: takes a redis.Redis or RedisCluster, got"
+                f" {type(client).__name__} (pipelines: the _pipeline wrapper; asyncio: _async)"
+            )
         self.body  # noqa: B018 - the first use checks the body before anything is sent
         try:
             try:
@@ -335,8 +391,6 @@ class Script:
             except redis.exceptions.NoScriptError:
                 client.script_load(self.body)
                 return client.evalsha(self.spec.sha1, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            raise
         except redis.exceptions.ResponseError as exc:
             raise self.lua_error(exc) from exc
 
@@ -344,6 +398,11 @@ class Script:
         self, client: AsyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> Any:
         """`run` for the asyncio clients."""
+        if isinstance(client, _PIPELINES) or not isinstance(client, _ASYNC_CLIENTS):
+            raise ArgumentError(
+                f"{self.spec.script_id}: the _async wrapper takes a redis.asyncio client, got"
+                f" {type(client).__name__}"
+            )
         self.body  # noqa: B018 - the first use checks the body before anything is sent
         try:
             try:
@@ -351,36 +410,74 @@ class Script:
             except redis.exceptions.NoScriptError:
                 await client.script_load(self.body)
                 return await client.evalsha(self.spec.sha1, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            raise
         except redis.exceptions.ResponseError as exc:
             raise self.lua_error(exc) from exc
 
     def queue(
         self, pipe: PipelineClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> int:
-        """Queue the call on a pipeline; the index of its reply in `execute()`'s list."""
-        self.body  # noqa: B018 - the first use checks the body before anything is sent
-        pipe.scripts.add(self)  # type: ignore[arg-type]
-        pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
-        return len(pipe.command_stack) - 1
+        """Queue the call on a pipeline; the index of its reply in `execute()`'s list.
 
-    def lua_error(self, exc: redis.exceptions.ResponseError) -> LuaError:
+        A plain or MULTI/EXEC pipeline loads the script before it runs (redis-py's own
+        mechanism). A cluster pipeline cannot, so the script is loaded now, on the primary that
+        owns the keys' slot; an asyncio cluster pipeline cannot load while queueing at all: call
+        `aload_all` first there.
+        """
+        script_id = self.spec.script_id
+        if not isinstance(pipe, _PIPELINES):
+            raise ArgumentError(
+                f"{script_id}: the _pipeline wrapper takes a pipeline, got {type(pipe).__name__}"
+            )
+        if getattr(pipe, "watching", False) and not getattr(pipe, "explicit_transaction", False):
+            # After WATCH and before MULTI, redis-py runs commands at once instead of queueing.
+            raise ArgumentError(f"{script_id}: call pipe.multi() before queueing after WATCH")
+        body = self.body
+        if isinstance(pipe, redis.cluster.ClusterPipeline):
+            node = pipe.nodes_manager.get_node_from_slot(
+                key_slot(_as_bytes(keys[0])) if keys else 0
+            )
+            node.redis_connection.script_load(body)
+        elif isinstance(pipe, redis.client.Pipeline | redis.asyncio.client.Pipeline):
+            pipe.scripts.add(self)  # type: ignore[arg-type]
+        if isinstance(pipe, _CLUSTER_PIPELINES):
+            # redis-py blocks the evalsha() method on cluster pipelines, not the command: it
+            # routes EVALSHA by its keys like any other.
+            pipe.execute_command("EVALSHA", self.spec.sha1, len(keys), *keys, *args)
+        else:
+            pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
+        # Every redis-py pipeline's len() is the number of commands queued so far.
+        return len(pipe) - 1
+
+    def lua_error(self, exc: redis.exceptions.ResponseError) -> Exception:
+        """A script's error as `LuaError`, placed by the line map; another error unchanged."""
         message = str(exc)
+        if isinstance(exc, redis.exceptions.NoScriptError):
+            return NotLoadedError(f"{self.spec.script_id}: {message}")
         line = error_line(message)
-        origin = self.line_map.origin(line) if line is not None else None
+        if line is None:
+            return exc  # not the script's own error (NOPERM, OOM, BUSY, ...): Redis's as it is
+        origin = self.line_map.origin(line)
         source, source_line = origin if origin is not None else (None, None)
         return LuaError(self.spec.script_id, source, source_line, message)
 
     def result(self, reply: object, job_id: str | None = None) -> object:
-        """The decoded reply; a failure code or an error reply raises."""
+        """The decoded reply; a failure code the header lists, or an error reply, raises."""
         if isinstance(reply, redis.exceptions.ResponseError):
             raise self.lua_error(reply)
-        if isinstance(reply, int) and not isinstance(reply, bool) and reply < 0:
+        if isinstance(reply, int) and reply in self.spec.codes:
             failure = self.failures.get(reply)
             if failure is not None:
                 raise failure(self.spec.script_id, job_id)
-        return decode(self.spec.returns, reply)
+        try:
+            return decode(self.spec.returns, reply)
+        except (TypeError, ValueError) as exc:
+            raise ReplyShapeError(
+                f"{self.spec.script_id}: the reply does not fit '{self.spec.returns}': {exc}"
+            ) from None
+
+
+def _as_bytes(key: str | bytes) -> bytes:
+    return key.encode("utf-8") if isinstance(key, str) else key
 
 
 class Pending(Generic[T]):

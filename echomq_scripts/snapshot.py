@@ -45,10 +45,14 @@ def take_snapshot(root: Path) -> Snapshot:
 
 def read_tree(directory: Path) -> dict[str, bytes]:
     """Every entry under `directory` that is not a directory, links unfollowed (a link reads as
-    empty), by '/'-separated relative path. Read errors propagate as OSError."""
+    empty), by '/'-separated relative path, bytecode caches left out. Read errors propagate
+    as OSError."""
     found: dict[str, bytes] = {}
     for parent, subdirs, names in os.walk(directory):
-        subdirs.sort()
+        # Python writes bytecode into a generated package as soon as it is imported: that is
+        # the interpreter's, not the build's, and neither a difference nor ours to delete.
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        names = [n for n in names if not n.endswith(".pyc")]
         # os.walk lists links to directories among the subdirectories; they are entries here.
         entries = sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(parent, d))]
         for name in entries:

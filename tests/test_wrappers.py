@@ -7,7 +7,9 @@ import importlib
 import inspect
 import json
 import os
+import pickle
 import shutil
+import subprocess
 import sys
 import types
 import typing
@@ -30,6 +32,7 @@ from echomq_scripts.runtime import (
     ArgumentError,
     BodyMismatchError,
     LuaError,
+    ReplyShapeError,
     ScriptFailed,
 )
 from tests.conftest import REPO, copy_fixture, run_build
@@ -392,3 +395,72 @@ def test_wrappers_use_the_bodies_the_manifest_lists(tmp_path: Path) -> None:
     }
     for script in g.SCRIPTS:
         assert script.body == (out / "scripts" / f"{script.spec.script_id}.lua").read_bytes()
+
+
+# -- misuse and the errors that are not the script's ---------------------------------------
+
+
+def test_wrong_client_kinds_are_refused_before_sending(
+    r: redis.Redis, redis_server: RedisServer
+) -> None:
+    r.config_resetstat()
+    with pytest.raises(ArgumentError, match=r"takes a redis\.Redis or RedisCluster, got Pipeline"):
+        g.get_job_state(r.pipeline(), queue="mail", job_id="1")
+    with pytest.raises(ArgumentError, match="_pipeline wrapper takes a pipeline, got Redis"):
+        g.get_job_state_pipeline(r, queue="mail", job_id="1")  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match=r"_async wrapper takes a redis\.asyncio client"):
+        asyncio.run(g.get_job_state_async(r, queue="mail", job_id="1"))  # type: ignore[arg-type]
+    pipe = r.pipeline()
+    pipe.watch("emq:{mail}:wait")  # type: ignore[no-untyped-call]
+    with pytest.raises(ArgumentError, match=r"call pipe.multi\(\) before queueing after WATCH"):
+        g.get_job_state_pipeline(pipe, queue="mail", job_id="1")
+    pipe.reset()
+    assert [n for n in r.info("commandstats") if "eval" in n or "script" in n] == []
+
+
+def test_a_negative_reply_the_header_does_not_list_is_not_a_failure() -> None:
+    get_state = next(s for s in g.SCRIPTS if s.spec.name == "getJobState")
+    assert get_state.spec.codes == ()
+    # -2 is JobLockNotExist for extendLock, but getJobState lists no codes: a wrong reply.
+    with pytest.raises(ReplyShapeError, match="does not fit 'string'"):
+        get_state.result(-2)
+
+
+def test_errors_that_are_not_the_scripts_pass_through(r: redis.Redis) -> None:
+    r.acl_setuser("reader", enabled=True, passwords=["+pw"], commands=["+ping"], keys=["*"])
+    limited = redis.Redis(
+        port=r.connection_pool.connection_kwargs["port"], username="reader", password="pw"
+    )
+    try:
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            g.get_job_state(limited, queue="mail", job_id="1")
+    finally:
+        limited.close()
+        r.acl_deluser("reader")
+
+
+def test_errors_survive_pickling() -> None:
+    failed = errors.JobLockMismatch("extendLock-2", "7")
+    again = pickle.loads(pickle.dumps(failed))
+    assert (type(again), str(again), again.job_id) == (type(failed), str(failed), "7")
+    lua = LuaError("fail-1", "includes/failures.lua", 3, "ERR boom")
+    copy = pickle.loads(pickle.dumps(lua))
+    assert (copy.source, copy.line, str(copy)) == (lua.source, lua.line, str(lua))
+
+
+def test_build_check_ignores_bytecode_of_the_generated_package(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    shutil.copytree(REPO / "lua_src", project / "lua_src")
+    shutil.copytree(REPO / "echomq_scripts" / "generated", project / "echomq_scripts" / "generated")
+    shutil.copy(REPO / "pyproject.toml", project)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(project / "echomq_scripts")], check=True
+    )
+    assert list((project / "echomq_scripts" / "generated").glob("__pycache__/*.pyc"))
+    done = subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", "build", "--check", "--no-cache"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert (done.returncode, done.stderr) == (0, "")

@@ -72,3 +72,29 @@ def test_load_all_loads_every_primary(
     assert loaded_everywhere(redis_cluster) == [[False, False]] * 3
     assert g.load_all(rc) == [s.sha for s in g.SCRIPTS]
     assert loaded_everywhere(redis_cluster) == [[True, True]] * 3
+
+
+def test_cluster_pipelines_load_and_run_the_scripts(
+    rc: redis.cluster.RedisCluster, redis_cluster: RedisCluster
+) -> None:
+    queues = list(queues_on_every_primary(rc))
+    for queue in queues:
+        rc.rpush(f"emq:{{{queue}}}:wait", "3")
+    pipe = rc.pipeline()  # type: ignore[no-untyped-call]
+    pending = [g.get_job_state_pipeline(pipe, queue=q, job_id="3") for q in queues]
+    replies = pipe.execute()
+    assert [p.result(replies) for p in pending] == ["wait"] * len(queues)
+
+    async def in_async_pipeline() -> list[str]:
+        node = rc.get_default_node()  # type: ignore[no-untyped-call]
+        client = redis.asyncio.cluster.RedisCluster(host=node.host, port=node.port)
+        try:
+            await g.aload_all(client)  # an asyncio cluster pipeline cannot load while queueing
+            async with client.pipeline() as apipe:
+                waiting = [g.get_job_state_pipeline(apipe, queue=q, job_id="3") for q in queues]
+                results = await apipe.execute()
+            return [p.result(results) for p in waiting]
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(in_async_pipeline()) == ["wait"] * len(queues)

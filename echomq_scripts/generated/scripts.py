@@ -52,12 +52,12 @@ def extend_lock_keys(
     job_id: str,
 ) -> ExtendLockKeys:
     """The keys of extendLock-2 for `queue` and the ids they name."""
-    values: dict[str, object] = {
+    _values: dict[str, object] = {
         "job_id": job_id,
     }
     return ExtendLockKeys(
-        runtime.build_key("extendLock-2", "emq:{q}:<job_id>:lock", queue, values),
-        runtime.build_key("extendLock-2", "emq:{q}:stalled", queue, values),
+        runtime.build_key("extendLock-2", "emq:{q}:<job_id>:lock", queue, _values),
+        runtime.build_key("extendLock-2", "emq:{q}:stalled", queue, _values),
     )
 
 
@@ -68,20 +68,21 @@ def _extend_lock_call(
     duration: int,
     job_id: str,
 ) -> tuple[list[str | bytes], list[str | bytes]]:
-    script = "extendLock-2"
-    encoded = [
-        runtime.encode_arg(script, "token", "string", token),
-        runtime.encode_arg(script, "duration", "int", duration),
-        runtime.encode_arg(script, "job_id", "string", job_id),
+    _script = "extendLock-2"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "token", "string", token),
+        runtime.encode_arg(_script, "duration", "int", duration),
+        runtime.encode_arg(_script, "job_id", "string", job_id),
     ]
     if keys is None:
         if queue is None:
-            raise runtime.ArgumentError(f"{script}: pass queue= or keys=")
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         keys = extend_lock_keys(queue, job_id)
     elif queue is not None:
-        raise runtime.ArgumentError(f"{script}: pass queue= or keys=, not both")
-    checked = runtime.check_keys(script, keys, 2)
-    return checked, encoded
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 2)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
 
 
 def extend_lock(
@@ -109,15 +110,15 @@ def extend_lock(
         JobLockNotExist: the script returned -2.
         JobLockMismatch: the script returned -6.
     """
-    call_keys, call_args = _extend_lock_call(
+    _keys, _args = _extend_lock_call(
         queue,
         keys,
         token,
         duration,
         job_id,
     )
-    reply = _EXTEND_LOCK.run(client, call_keys, call_args)
-    return cast(int, _EXTEND_LOCK.result(reply, job_id))
+    _reply = _EXTEND_LOCK.run(client, _keys, _args)
+    return cast(int, _EXTEND_LOCK.result(_reply, job_id))
 
 
 async def extend_lock_async(
@@ -130,15 +131,15 @@ async def extend_lock_async(
     keys: ExtendLockKeys | None = None,
 ) -> int:
     """`extend_lock` for redis.asyncio clients."""
-    call_keys, call_args = _extend_lock_call(
+    _keys, _args = _extend_lock_call(
         queue,
         keys,
         token,
         duration,
         job_id,
     )
-    reply = await _EXTEND_LOCK.arun(client, call_keys, call_args)
-    return cast(int, _EXTEND_LOCK.result(reply, job_id))
+    _reply = await _EXTEND_LOCK.arun(client, _keys, _args)
+    return cast(int, _EXTEND_LOCK.result(_reply, job_id))
 
 
 def extend_lock_pipeline(
@@ -151,15 +152,15 @@ def extend_lock_pipeline(
     keys: ExtendLockKeys | None = None,
 ) -> Pending[int]:
     """Queue `extend_lock` on a pipeline; `.result(pipe.execute())` gives its reply."""
-    call_keys, call_args = _extend_lock_call(
+    _keys, _args = _extend_lock_call(
         queue,
         keys,
         token,
         duration,
         job_id,
     )
-    index = _EXTEND_LOCK.queue(pipe, call_keys, call_args)
-    return Pending(_EXTEND_LOCK, index, job_id)
+    _index = _EXTEND_LOCK.queue(pipe, _keys, _args)
+    return Pending(_EXTEND_LOCK, _index, job_id)
 
 
 class GetJobStateKeys(NamedTuple):
@@ -201,16 +202,16 @@ def get_job_state_keys(
     queue: str,
 ) -> GetJobStateKeys:
     """The keys of getJobState-8 for `queue`."""
-    values: dict[str, object] = {}
+    _values: dict[str, object] = {}
     return GetJobStateKeys(
-        runtime.build_key("getJobState-8", "emq:{q}:wait", queue, values),
-        runtime.build_key("getJobState-8", "emq:{q}:paused", queue, values),
-        runtime.build_key("getJobState-8", "emq:{q}:active", queue, values),
-        runtime.build_key("getJobState-8", "emq:{q}:delayed", queue, values),
-        runtime.build_key("getJobState-8", "emq:{q}:prioritized", queue, values),
-        runtime.build_key("getJobState-8", "emq:{q}:completed", queue, values),
-        runtime.build_key("getJobState-8", "emq:{q}:failed", queue, values),
-        runtime.build_key("getJobState-8", "emq:{q}:waiting-children", queue, values),
+        runtime.build_key("getJobState-8", "emq:{q}:wait", queue, _values),
+        runtime.build_key("getJobState-8", "emq:{q}:paused", queue, _values),
+        runtime.build_key("getJobState-8", "emq:{q}:active", queue, _values),
+        runtime.build_key("getJobState-8", "emq:{q}:delayed", queue, _values),
+        runtime.build_key("getJobState-8", "emq:{q}:prioritized", queue, _values),
+        runtime.build_key("getJobState-8", "emq:{q}:completed", queue, _values),
+        runtime.build_key("getJobState-8", "emq:{q}:failed", queue, _values),
+        runtime.build_key("getJobState-8", "emq:{q}:waiting-children", queue, _values),
     )
 
 
@@ -219,18 +220,19 @@ def _get_job_state_call(
     keys: GetJobStateKeys | None,
     job_id: str,
 ) -> tuple[list[str | bytes], list[str | bytes]]:
-    script = "getJobState-8"
-    encoded = [
-        runtime.encode_arg(script, "job_id", "string", job_id),
+    _script = "getJobState-8"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "job_id", "string", job_id),
     ]
     if keys is None:
         if queue is None:
-            raise runtime.ArgumentError(f"{script}: pass queue= or keys=")
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         keys = get_job_state_keys(queue)
     elif queue is not None:
-        raise runtime.ArgumentError(f"{script}: pass queue= or keys=, not both")
-    checked = runtime.check_keys(script, keys, 8)
-    return checked, encoded
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 8)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
 
 
 def get_job_state(
@@ -248,13 +250,13 @@ def get_job_state(
     Returns:
         string: the state's name ("wait", ..., "waiting-children"), or "unknown"
     """
-    call_keys, call_args = _get_job_state_call(
+    _keys, _args = _get_job_state_call(
         queue,
         keys,
         job_id,
     )
-    reply = _GET_JOB_STATE.run(client, call_keys, call_args)
-    return cast(str, _GET_JOB_STATE.result(reply, job_id))
+    _reply = _GET_JOB_STATE.run(client, _keys, _args)
+    return cast(str, _GET_JOB_STATE.result(_reply, job_id))
 
 
 async def get_job_state_async(
@@ -265,13 +267,13 @@ async def get_job_state_async(
     keys: GetJobStateKeys | None = None,
 ) -> str:
     """`get_job_state` for redis.asyncio clients."""
-    call_keys, call_args = _get_job_state_call(
+    _keys, _args = _get_job_state_call(
         queue,
         keys,
         job_id,
     )
-    reply = await _GET_JOB_STATE.arun(client, call_keys, call_args)
-    return cast(str, _GET_JOB_STATE.result(reply, job_id))
+    _reply = await _GET_JOB_STATE.arun(client, _keys, _args)
+    return cast(str, _GET_JOB_STATE.result(_reply, job_id))
 
 
 def get_job_state_pipeline(
@@ -282,13 +284,13 @@ def get_job_state_pipeline(
     keys: GetJobStateKeys | None = None,
 ) -> Pending[str]:
     """Queue `get_job_state` on a pipeline; `.result(pipe.execute())` gives its reply."""
-    call_keys, call_args = _get_job_state_call(
+    _keys, _args = _get_job_state_call(
         queue,
         keys,
         job_id,
     )
-    index = _GET_JOB_STATE.queue(pipe, call_keys, call_args)
-    return Pending(_GET_JOB_STATE, index, job_id)
+    _index = _GET_JOB_STATE.queue(pipe, _keys, _args)
+    return Pending(_GET_JOB_STATE, _index, job_id)
 
 
 SCRIPTS: tuple[Script, ...] = (

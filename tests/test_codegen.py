@@ -1,0 +1,104 @@
+"""The generator on awkward scripts: its output must pass ruff and mypy --strict, and work."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import redis
+
+from echomq_scripts.naming import snake_case
+from echomq_scripts.runtime import ArgumentError
+from tests.conftest import REPO, copy_fixture, run_build
+
+
+@pytest.fixture(scope="module")
+def edges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ModuleType]]:
+    project = copy_fixture("codegen-edges", tmp_path_factory.mktemp("edges"))
+    result = run_build(project / "lua_src", project / "build")
+    assert not result.failed(strict=True), result.diagnostics
+    sys.path.insert(0, str(project))
+    try:
+        yield project, importlib.import_module("emq_edges.generated")
+    finally:
+        sys.path.remove(str(project))
+        for name in [m for m in sys.modules if m.startswith("emq_edges")]:
+            del sys.modules[name]
+
+
+def test_generated_code_passes_ruff_and_mypy_strict(edges: tuple[Path, ModuleType]) -> None:
+    project, _ = edges
+    package = project / "emq_edges"
+    config = ["--config", str(REPO / "pyproject.toml")]
+    for command in (
+        [sys.executable, "-m", "ruff", "format", "--check", *config, str(package)],
+        [sys.executable, "-m", "ruff", "check", *config, str(package)],
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package)],
+    ):
+        done = subprocess.run(command, cwd=project, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_clashing_names_are_renamed_not_shadowed(
+    edges: tuple[Path, ModuleType], r: redis.Redis
+) -> None:
+    _, module = edges
+    # The script loadAll does not replace the module's own load_all.
+    assert module.load_all_(r) == "OK"
+    assert module.load_all(r) == [s.sha for s in module.SCRIPTS]
+    keys = module.push_many_keys("mail", "s1", "r1")
+    assert keys == module.PushManyKeys(count_="emq:{mail}:s1:count", first="emq:{mail}:r1")
+    reply = module.push_many(
+        r,
+        queue="mail",
+        extra_keys=["emq:{mail}:more"],
+        script="s1",
+        runtime_="r1",
+        values=["a", "b"],
+    )
+    assert reply == (6, ["s1", "r1"])  # RPUSH answers each list's length: 1 + 2, twice
+    assert r.lrange("emq:{mail}:more", 0, -1) == [b"a", b"b"]
+    assert module.push_many(r, queue="mail", script="s1", runtime_="r1") is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"values": "ab"}, "values must be a sequence"),
+        ({"extra_keys": "k"}, "keys must be a sequence of str"),
+        ({"extra_keys": ["emq:{other}:x"]}, "different Cluster slots"),
+        ({"queue": "a<script>b"}, None),
+    ],
+)
+def test_variable_lists_and_slots_are_checked(
+    edges: tuple[Path, ModuleType], r: redis.Redis, change: dict[str, object], message: str | None
+) -> None:
+    _, module = edges
+    arguments: dict[str, object] = {"queue": "mail", "script": "s", "runtime_": "r"}
+    arguments.update(change)
+    if message is None:
+        # A queue name holding "<script>" is a name like any other, not a placeholder.
+        module.push_many(r, **arguments)
+        assert r.exists("emq:{a<script>b}:s:count") == 1
+        return
+    with pytest.raises(ArgumentError, match=message):
+        module.push_many(r, **arguments)
+
+
+@pytest.mark.parametrize(
+    ("name", "python"),
+    [
+        ("moveToActive", "move_to_active"),
+        ("getJobIDs", "get_job_ids"),
+        ("HTTPServer", "http_server"),
+        ("moveStalledJobsToWait", "move_stalled_jobs_to_wait"),
+        ("obliterate", "obliterate"),
+    ],
+)
+def test_snake_case(name: str, python: str) -> None:
+    assert snake_case(name) == python
