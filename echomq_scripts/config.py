@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .errors import ConfigError
 
-_KNOWN_KEYS = {"require-header", "strict", "version", "python-package"}
+_KNOWN_KEYS = {"require-header", "strict", "version", "python-package", "python-module"}
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
@@ -80,13 +80,20 @@ def load_config(src: Path, strict: bool | None = None) -> Config:
                 f" 'mypkg/generated', relative to the project (got {package!r})"
             )
         package_dir = pyproject.parent / package
+    # The import name: given, or the path itself ("pkg/generated" -> "pkg.generated"); a
+    # src/ layout ("src/pkg/generated") has to say it ("pkg.generated").
+    module = table.get("python-module", package.replace("/", ".") if package else "")
+    if package is not None and (
+        not isinstance(module, str) or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", module)
+    ):
+        raise ConfigError(f"{pyproject}: python-module must be a dotted module name")
     return Config(
         src=src,
         require_header=require_header,
         strict=project_strict if strict is None else strict,
         version=version,
         python_package=package_dir,
-        python_module=package.replace("/", ".") if isinstance(package, str) else "",
+        python_module=module if isinstance(module, str) else "",
     )
 
 

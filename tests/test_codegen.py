@@ -102,3 +102,23 @@ def test_variable_lists_and_slots_are_checked(
 )
 def test_snake_case(name: str, python: str) -> None:
     assert snake_case(name) == python
+
+
+def test_a_src_layout_names_its_module(tmp_path: Path, r: redis.Redis) -> None:
+    project = copy_fixture("codegen-edges", tmp_path)
+    (project / "src").mkdir()
+    (project / "emq_edges").rename(project / "src" / "emq_src_edges")
+    (project / "pyproject.toml").write_text(
+        "[tool.echomq-scripts]\n"
+        'python-package = "src/emq_src_edges/generated"\n'
+        'python-module = "emq_src_edges.generated"\n'
+    )
+    assert not run_build(project / "lua_src", project / "build").failed(strict=True)
+    sys.path.insert(0, str(project / "src"))
+    try:
+        module = importlib.import_module("emq_src_edges.generated")
+        assert module.load_all_(r) == "OK"
+    finally:
+        sys.path.remove(str(project / "src"))
+        for name in [m for m in sys.modules if m.startswith("emq_src_edges")]:
+            del sys.modules[name]
