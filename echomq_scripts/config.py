@@ -70,6 +70,8 @@ def load_config(src: Path, strict: bool | None = None) -> Config:
             f" (got {version!r})"
         )
     package = table.get("python-package")
+    if package is None and "python-module" in table:
+        raise ConfigError(f"{pyproject}: python-module needs python-package beside it")
     package_dir: Path | None = None
     if package is not None:
         if not isinstance(package, str) or not re.fullmatch(

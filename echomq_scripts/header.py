@@ -144,7 +144,9 @@ class _HeaderReader:
                 self.error(number, col, f"unknown header tag '@{name}{tag['rest'] or ''}'")
         self.check_unique(keys + ([rest_keys] if rest_keys else []), "key")
         self.check_unique(args + ([rest_args] if rest_args else []), "argument")
-        self.check_templates(keys, {a.name for a in args})
+        self.check_templates(keys, {a.name: a.type for a in args})
+        if rest_keys is not None and rest_keys.template:
+            self.error(rest_keys.line, 1, "a variable key list (@key...) has no template")
         paragraphs = [p for p in prose if p]
         if not paragraphs:
             self.error(first_line, 1, "the header has no summary line")
@@ -179,17 +181,31 @@ class _HeaderReader:
             return None
         return Slot(match[1], match[4] or "", line, unused=bool(match[2]), template=match[3] or "")
 
-    def check_templates(self, keys: list[Slot], arg_names: set[str]) -> None:
+    def check_templates(self, keys: list[Slot], arg_types: dict[str, str]) -> None:
         templated = [k for k in keys if k.template]
         for key in templated:
-            if key.template.count("{q}") != 1:
-                self.error(key.line, 1, f"key '{key.name}': a template holds '{{q}}' once")
+            if key.template.count("{q}") != 1 or re.search(
+                r"[{}]", key.template.replace("{q}", "")
+            ):
+                # Any other brace would move the key's hash tag off the queue's.
+                self.error(
+                    key.line,
+                    1,
+                    f"key '{key.name}': a template holds '{{q}}' once and no other brace",
+                )
             for placeholder in re.findall(r"<([^>]*)>", key.template):
-                if placeholder not in arg_names:
+                if placeholder not in arg_types:
                     self.error(
                         key.line,
                         1,
                         f"key '{key.name}': <{placeholder}> in its template is not an argument",
+                    )
+                elif arg_types[placeholder] != "string":
+                    self.error(
+                        key.line,
+                        1,
+                        f"key '{key.name}': <{placeholder}> in its template must be a string"
+                        f" argument, not {arg_types[placeholder]}",
                     )
         if templated and len(templated) != len(keys):
             # A partial set could not build a script's whole key list from a queue name.

@@ -78,17 +78,26 @@ def build(
     src, target = config.src.resolve(), out.resolve()
     if src == target or src.is_relative_to(target) or target.is_relative_to(src):
         raise ConfigError(f"--out {out} overlaps the source directory {config.src}")
+    package = config.python_package
+    if package is not None:
+        place = package.resolve()
+        if place.is_relative_to(src) or place.is_relative_to(target):
+            raise ConfigError(f"python-package {package} lies inside --src or --out")
     result = check(config, cache, snapshot)
     if result.failed(config.strict):
         return result
+    if package is not None:
+        from .codegen import GENERATED_PACKAGE
+
+        current_files(package, GENERATED_PACKAGE)  # refuses a directory not ours, before writing
     result.files = output_files(result.scripts, config.version)
-    if config.python_package is not None:
+    if package is not None:
         from .codegen import GENERATED_PACKAGE, generated_files
 
         result.generated = generated_files(result.scripts, config.python_module)
     result.wrote = write_output(out, result.files)
-    if config.python_package is not None:
-        changed = write_output(config.python_package, result.generated, GENERATED_PACKAGE)
+    if package is not None:
+        changed = write_output(package, result.generated, GENERATED_PACKAGE)
         result.wrote = result.wrote or changed
     return result
 

@@ -116,7 +116,7 @@ def encode_arg(script: str, name: str, kind: str, value: object) -> str | bytes:
             f" {value!r:.60}"
         )
 
-    if value is None:
+    if value is None and kind != "json":  # for json, None is null
         raise ArgumentError(f"{script}: argument '{name}' is required, got None")
     if kind == "string":
         if not isinstance(value, str):
@@ -219,8 +219,9 @@ def _text(value: object) -> str:
 
 
 def decode(shape: str, reply: object) -> object:
-    """The reply as the Python value its header's return shape describes."""
-    return _decoder(shape)(reply)
+    """The reply as the Python value its header's return shape describes (as it came, for a
+    script whose header is missing and so declares no shape)."""
+    return _decoder(shape)(reply) if shape else reply
 
 
 def _decoder(shape: str) -> Callable[[object], object]:
