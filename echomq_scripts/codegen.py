@@ -18,6 +18,7 @@ from . import __version__
 from .errors import EchoMQScriptsError
 from .manifest import ScriptBuild, line_map, to_json_bytes
 from .naming import identifier, pascal_case, snake_case
+from .runtime import split_shape
 
 # Names the generated module uses itself: a header argument, key or script of the same name
 # gets a trailing underscore instead of shadowing one.
@@ -57,25 +58,14 @@ class CodegenError(EchoMQScriptsError):
 def python_type(shape: str) -> str:
     """The Python annotation of a return shape: `tuple[string, hash] | nil` -> ..."""
     shape = shape.strip()
-    parts = _top_level(shape, "|")
+    parts = split_shape(shape, "|")
     if len(parts) > 1:
         return " | ".join(python_type(p) for p in parts)
     if shape.startswith("list[") and shape.endswith("]"):
         return f"list[{python_type(shape[5:-1])}]"
     if shape.startswith("tuple[") and shape.endswith("]"):
-        return f"tuple[{', '.join(python_type(p) for p in _top_level(shape[6:-1], ','))}]"
+        return f"tuple[{', '.join(python_type(p) for p in split_shape(shape[6:-1], ','))}]"
     return _SHAPE_TYPES[shape]
-
-
-def _top_level(text: str, separator: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == separator and depth == 0:
-            parts.append(text[start:index].strip())
-            start = index + 1
-    parts.append(text[start:].strip())
-    return parts
 
 
 def _doc_line(text: str) -> str:

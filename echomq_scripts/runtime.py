@@ -225,7 +225,7 @@ def decode(shape: str, reply: object) -> object:
 
 
 def _decoder(shape: str) -> Callable[[object], object]:
-    alternatives = _split(shape, "|")
+    alternatives = split_shape(shape, "|")
     if len(alternatives) > 1:
         decoders = [(_decoder(a), a) for a in alternatives]
 
@@ -255,7 +255,7 @@ def _decoder(shape: str) -> Callable[[object], object]:
         item = _decoder(shape[5:-1])
         return lambda reply: [item(x) for x in _as_list(reply)]
     if shape.startswith("tuple[") and shape.endswith("]"):
-        items = [_decoder(part) for part in _split(shape[6:-1], ",")]
+        items = [_decoder(part) for part in split_shape(shape[6:-1], ",")]
 
         def as_tuple(reply: object) -> object:
             values = _as_list(reply)
@@ -267,8 +267,8 @@ def _decoder(shape: str) -> Callable[[object], object]:
     raise ValueError(f"unknown return shape {shape!r}")
 
 
-def _split(shape: str, separator: str) -> list[str]:
-    """Split at top-level separators only (not inside brackets)."""
+def split_shape(shape: str, separator: str) -> list[str]:
+    """Split a return shape at top-level separators only (not inside brackets)."""
     parts, depth, start = [], 0, 0
     for index, char in enumerate(shape):
         depth += {"[": 1, "]": -1}.get(char, 0)
