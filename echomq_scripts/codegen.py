@@ -81,13 +81,14 @@ class KeyView:
     unused: bool
 
     @property
-    def doc(self) -> str:
+    def doc_lines(self) -> list[str]:
+        """The field's docstring, wrapped to fit the line length; [] for none."""
         text = self.description[:1].upper() + self.description[1:]
         if self.template:
             text = f"{text} ({self.template})" if text else self.template
         if self.unused:
             text += ": unused, kept for the key order"
-        return _doc_line(text)
+        return textwrap.wrap(_doc_line(text), 88)
 
 
 @dataclass(frozen=True)

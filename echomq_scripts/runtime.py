@@ -323,6 +323,7 @@ class ScriptSpec:
     returns: str  # the header's return shape
     codes: tuple[int, ...]  # the failure codes the header lists
     package: str  # the package whose lua/ folder holds <script_id>.lua and .map.json
+    templates: tuple[str, ...] = ()  # each key's template, when the header gives them
 
 
 class Script:
@@ -360,6 +361,10 @@ class Script:
             data = json.loads((folder / f"{self.spec.script_id}.map.json").read_bytes())
             self._line_map = LineMap.from_json(data)
         return self._line_map
+
+    def build_keys(self, queue: str, values: dict[str, object]) -> list[str]:
+        """The script's keys for `queue`, from its templates and the ids in `values`."""
+        return [build_key(self.spec.script_id, t, queue, values) for t in self.spec.templates]
 
     # redis-py's Pipeline.load_scripts() reads `sha` and `script`, and stores what SCRIPT LOAD
     # answered into `sha`: for our bodies that is the same sha1.

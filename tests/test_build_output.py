@@ -208,13 +208,14 @@ def test_noop_rebuild_analyses_nothing(tmp_path: Path) -> None:
     project = repo_copy(tmp_path / "p")
     cache = tmp_path / "cache"
     first = run_build(project / "lua_src", project / "build", cache)
-    assert (first.analysed, first.from_cache) == (2, 0)
+    count = len(list((project / "lua_src").glob("*-*.lua")))
+    assert (first.analysed, first.from_cache) == (count, 0)
     second = run_build(project / "lua_src", project / "build", cache)
-    assert (second.analysed, second.from_cache) == (0, 2)
+    assert (second.analysed, second.from_cache) == (0, count)
     script = project / "lua_src" / "extendLock-2.lua"
     script.write_text(script.read_text() + "-- a comment changes the body\n")
     third = run_build(project / "lua_src", project / "build", cache)
-    assert (third.analysed, third.from_cache) == (1, 1)
+    assert (third.analysed, third.from_cache) == (1, count - 1)
 
 
 def test_noop_rebuild_loads_no_parser(tmp_path: Path) -> None:
@@ -237,7 +238,8 @@ def test_noop_rebuild_loads_no_parser(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert output.splitlines()[-1] == "[]"
-    assert "0 analysed, 2 from cache" in output
+    count = len(list((project / "lua_src").glob("*-*.lua")))
+    assert f"0 analysed, {count} from cache" in output
 
 
 def test_damaged_cache_entries_are_ignored(tmp_path: Path) -> None:
@@ -247,7 +249,7 @@ def test_damaged_cache_entries_are_ignored(tmp_path: Path) -> None:
     for entry in cache.glob("*.json"):
         entry.write_text("{not json")
     result = run_build(project / "lua_src", project / "build", cache)
-    assert (result.analysed, result.from_cache) == (2, 0)
+    assert (result.analysed, result.from_cache) == (len(list(cache.glob("*.json"))), 0)
     assert not result.failed(strict=True)
 
 

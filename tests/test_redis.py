@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import redis
 from echomq_scripts.linemap import LineMap, error_line
 from tests.conftest import REPO, copy_fixture, run_build
 
+# Arguments that scripts accept only from a closed set of words.
+NAMED_SAMPLES = {"outcome": "failed", "action": "pause"}
 ARG_SAMPLES = {
     "string": "x",
     "int": "1000",
@@ -44,7 +47,13 @@ def test_script_load_returns_the_manifest_sha1_and_evalsha_runs(
     body = (out / entry["file"]).read_bytes()
     assert r.script_load(body) == entry["sha1"]
     keys = [f"emq:{{q}}:{key['name']}" for key in entry["keys"]]
-    args = [ARG_SAMPLES[arg["type"]] for arg in entry["argv"]]
+    if entry["keys"] and entry["keys"][0]["template"]:
+        values = {a["name"]: NAMED_SAMPLES.get(a["name"], "x") for a in entry["argv"]}
+        keys = [
+            re.sub(r"<(\w+)>", lambda m: values[m[1]], k["template"]).replace("{q}", "{q}")
+            for k in entry["keys"]
+        ]
+    args = [NAMED_SAMPLES.get(a["name"], ARG_SAMPLES[a["type"]]) for a in entry["argv"]]
     reply = r.evalsha(entry["sha1"], entry["numKeys"], *keys, *args)
     # On empty keys each script still answers with a value of its declared shape.
     shape = entry["returns"]["shape"]

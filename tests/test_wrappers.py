@@ -121,17 +121,23 @@ def test_get_job_state_sync_and_async(
 # -- NOSCRIPT recovery -------------------------------------------------------------------
 
 
-def loaded(r: redis.Redis) -> list[bool]:
-    return [bool(x) for x in r.script_exists(*(s.sha for s in g.SCRIPTS))]
+def loaded(r: redis.Redis) -> dict[str, bool]:
+    """Which scripts the server has, by name."""
+    shas = [s.sha for s in g.SCRIPTS]
+    return {s.spec.name: bool(x) for s, x in zip(g.SCRIPTS, r.script_exists(*shas), strict=True)}
+
+
+NONE_LOADED = {s.spec.name: False for s in g.SCRIPTS}
+ALL_LOADED = {s.spec.name: True for s in g.SCRIPTS}
 
 
 def test_plain_call_recovers_from_script_flush(r: redis.Redis) -> None:
     r.set(LOCK, "tok")
     assert g.extend_lock(r, queue="mail", token="tok", duration=5000, job_id="7") == 1
     r.script_flush()
-    assert loaded(r) == [False, False]
+    assert loaded(r) == NONE_LOADED
     assert g.extend_lock(r, queue="mail", token="tok", duration=5000, job_id="7") == 1
-    assert loaded(r) == [True, False]
+    assert loaded(r) == {**NONE_LOADED, "extendLock": True}
 
 
 @pytest.mark.parametrize("transaction", [False, True], ids=["pipeline", "multi-exec"])
@@ -148,7 +154,7 @@ def test_pipeline_loads_missing_scripts_before_it_runs(r: redis.Redis, transacti
     assert state.result(replies) == "wait"
     with pytest.raises(errors.JobLockMismatch):
         refused.result(replies)
-    assert loaded(r) == [True, True]
+    assert loaded(r) == {**NONE_LOADED, "extendLock": True, "getJobState": True}
 
 
 def test_async_multi_exec_loads_missing_scripts(r: redis.Redis, redis_server: RedisServer) -> None:
@@ -164,12 +170,12 @@ def test_async_multi_exec_loads_missing_scripts(r: redis.Redis, redis_server: Re
 
 
 def test_load_all_warms_every_script(r: redis.Redis, redis_server: RedisServer) -> None:
-    assert loaded(r) == [False, False]
+    assert loaded(r) == NONE_LOADED
     assert g.load_all(r) == [s.sha for s in g.SCRIPTS]
-    assert loaded(r) == [True, True]
+    assert loaded(r) == ALL_LOADED
     r.script_flush()
     run_async(redis_server, g.aload_all)
-    assert loaded(r) == [True, True]
+    assert loaded(r) == ALL_LOADED
 
 
 # -- argument checks ---------------------------------------------------------------------
@@ -325,7 +331,9 @@ def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> Non
 
 # -- every wrapper, whatever scripts there are -------------------------------------------
 
-SAMPLES: dict[object, object] = {"str": "x1", "int": 1000, "float": 1.5, "bool": True}
+SAMPLES: dict[object, object] = {"str": "x1", "int": 1000, "float": 0.5, "bool": True}
+# Arguments that scripts accept only from a closed set of words.
+NAMED_SAMPLES: dict[str, object] = {"outcome": "failed", "action": "pause"}
 
 
 def wrapper_calls() -> list[tuple[str, dict[str, Any]]]:
@@ -337,7 +345,8 @@ def wrapper_calls() -> list[tuple[str, dict[str, Any]]]:
         arguments: dict[str, Any] = {"queue": "mail"}
         for parameter in list(signature.parameters.values())[1:]:
             if parameter.name not in ("queue", "keys") and parameter.default is parameter.empty:
-                arguments[parameter.name] = SAMPLES[parameter.annotation]
+                sample = NAMED_SAMPLES.get(parameter.name, SAMPLES[parameter.annotation])
+                arguments[parameter.name] = sample
         calls.append((name, arguments))
     return calls
 
@@ -356,6 +365,7 @@ def test_every_wrapper_answers_alike_sync_and_async(
             return failed
 
     sync = outcome(lambda: getattr(g, name)(r, **arguments))
+    r.flushall()  # the same empty queue for the async call
     asynchronous = outcome(
         lambda: run_async(redis_server, lambda c: getattr(g, f"{name}_async")(c, **arguments))
     )

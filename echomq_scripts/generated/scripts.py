@@ -24,6 +24,761 @@ from echomq_scripts.runtime import (
 from .errors import BY_CODE
 
 
+class AddDelayedJobKeys(NamedTuple):
+    """The keys of addDelayedJob-5, in KEYS order."""
+
+    delayed: str
+    """The delayed set, scored by run-at (emq:{q}:delayed)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    id: str
+    """The counter of generated ids (emq:{q}:id)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_ADD_DELAYED_JOB = Script(
+    ScriptSpec(
+        name="addDelayedJob",
+        script_id="addDelayedJob-5",
+        num_keys=5,
+        sha1="d564fbcb2b9a85fe30c91281ae4656eee484ceb3",
+        returns="tuple[string, int]",
+        codes=(-5,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:delayed",
+            "emq:{q}:meta",
+            "emq:{q}:id",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def add_delayed_job_keys(
+    queue: str,
+) -> AddDelayedJobKeys:
+    """The keys of addDelayedJob-5 for `queue`."""
+    _values: dict[str, object] = {}
+    _built = _ADD_DELAYED_JOB.build_keys(queue, _values)
+    return AddDelayedJobKeys(*_built)
+
+
+def _add_delayed_job_call(
+    queue: str | None,
+    keys: AddDelayedJobKeys | None,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    delay: int,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "addDelayedJob-5"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "job_id", "string", job_id),
+        runtime.encode_arg(_script, "name", "string", name),
+        runtime.encode_arg(_script, "data", "string", data),
+        runtime.encode_arg(_script, "opts", "string", opts),
+        runtime.encode_arg(_script, "now", "int", now),
+        runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
+        runtime.encode_arg(_script, "parent_id", "string", parent_id),
+        runtime.encode_arg(_script, "delay", "int", delay),
+    ]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = add_delayed_job_keys(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 5)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def add_delayed_job(
+    client: SyncClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    delay: int,
+    queue: str | None = None,
+    keys: AddDelayedJobKeys | None = None,
+) -> tuple[str, int]:
+    """Adds a job that runs after a delay: to delayed, scored by the time it becomes due.
+
+    An existing custom id, or a deduplication id still held, adds nothing and answers that
+    job's id.
+
+    Args:
+        job_id (string): a custom id, or "" to generate one
+        name (string): the job's name
+        data (string): the job's data, as JSON
+        opts (string): the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
+        now (int): the caller's clock, in milliseconds
+        dedup_id (string): a deduplication id, or ""
+        parent_id (string): the id of a parent job in this queue, or ""
+        delay (int): milliseconds from now until the job is due
+
+    Returns:
+        tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
+
+    Raises:
+        ParentJobNotExist: the script returned -5.
+    """
+    _keys, _args = _add_delayed_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+        delay,
+    )
+    _reply = _ADD_DELAYED_JOB.run(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_DELAYED_JOB.result(_reply, job_id))
+
+
+async def add_delayed_job_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    delay: int,
+    queue: str | None = None,
+    keys: AddDelayedJobKeys | None = None,
+) -> tuple[str, int]:
+    """`add_delayed_job` for redis.asyncio clients."""
+    _keys, _args = _add_delayed_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+        delay,
+    )
+    _reply = await _ADD_DELAYED_JOB.arun(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_DELAYED_JOB.result(_reply, job_id))
+
+
+def add_delayed_job_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    delay: int,
+    queue: str | None = None,
+    keys: AddDelayedJobKeys | None = None,
+) -> Pending[tuple[str, int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _add_delayed_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+        delay,
+    )
+    _index = _ADD_DELAYED_JOB.queue(pipe, _keys, _args)
+    return Pending(_ADD_DELAYED_JOB, _index, job_id)
+
+
+class AddParentJobKeys(NamedTuple):
+    """The keys of addParentJob-4, in KEYS order."""
+
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    id: str
+    """The counter of generated ids (emq:{q}:id)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+
+
+_ADD_PARENT_JOB = Script(
+    ScriptSpec(
+        name="addParentJob",
+        script_id="addParentJob-4",
+        num_keys=4,
+        sha1="a4083e4159fdb2322021f05a278903383c19efc1",
+        returns="tuple[string, int]",
+        codes=(-5,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:waiting-children",
+            "emq:{q}:meta",
+            "emq:{q}:id",
+            "emq:{q}:events",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def add_parent_job_keys(
+    queue: str,
+) -> AddParentJobKeys:
+    """The keys of addParentJob-4 for `queue`."""
+    _values: dict[str, object] = {}
+    _built = _ADD_PARENT_JOB.build_keys(queue, _values)
+    return AddParentJobKeys(*_built)
+
+
+def _add_parent_job_call(
+    queue: str | None,
+    keys: AddParentJobKeys | None,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "addParentJob-4"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "job_id", "string", job_id),
+        runtime.encode_arg(_script, "name", "string", name),
+        runtime.encode_arg(_script, "data", "string", data),
+        runtime.encode_arg(_script, "opts", "string", opts),
+        runtime.encode_arg(_script, "now", "int", now),
+        runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
+        runtime.encode_arg(_script, "parent_id", "string", parent_id),
+    ]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = add_parent_job_keys(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 4)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def add_parent_job(
+    client: SyncClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    queue: str | None = None,
+    keys: AddParentJobKeys | None = None,
+) -> tuple[str, int]:
+    """Adds a parent job: to waiting-children, where it stays until the last child added with
+    it as
+
+    parent_id completes. An existing custom id, or a deduplication id still held, adds
+    nothing and answers that job's id.
+
+    Args:
+        job_id (string): a custom id, or "" to generate one
+        name (string): the job's name
+        data (string): the job's data, as JSON
+        opts (string): the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
+        now (int): the caller's clock, in milliseconds
+        dedup_id (string): a deduplication id, or ""
+        parent_id (string): the id of a parent job in this queue, or ""
+
+    Returns:
+        tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
+
+    Raises:
+        ParentJobNotExist: the script returned -5.
+    """
+    _keys, _args = _add_parent_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+    )
+    _reply = _ADD_PARENT_JOB.run(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_PARENT_JOB.result(_reply, job_id))
+
+
+async def add_parent_job_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    queue: str | None = None,
+    keys: AddParentJobKeys | None = None,
+) -> tuple[str, int]:
+    """`add_parent_job` for redis.asyncio clients."""
+    _keys, _args = _add_parent_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+    )
+    _reply = await _ADD_PARENT_JOB.arun(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_PARENT_JOB.result(_reply, job_id))
+
+
+def add_parent_job_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    queue: str | None = None,
+    keys: AddParentJobKeys | None = None,
+) -> Pending[tuple[str, int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _add_parent_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+    )
+    _index = _ADD_PARENT_JOB.queue(pipe, _keys, _args)
+    return Pending(_ADD_PARENT_JOB, _index, job_id)
+
+
+class AddPrioritizedJobKeys(NamedTuple):
+    """The keys of addPrioritizedJob-6, in KEYS order."""
+
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    id: str
+    """The counter of generated ids (emq:{q}:id)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_ADD_PRIORITIZED_JOB = Script(
+    ScriptSpec(
+        name="addPrioritizedJob",
+        script_id="addPrioritizedJob-6",
+        num_keys=6,
+        sha1="8f8ff389cf1f44f46b07aacc460c3994f23b2618",
+        returns="tuple[string, int]",
+        codes=(-5,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:prioritized",
+            "emq:{q}:pc",
+            "emq:{q}:meta",
+            "emq:{q}:id",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def add_prioritized_job_keys(
+    queue: str,
+) -> AddPrioritizedJobKeys:
+    """The keys of addPrioritizedJob-6 for `queue`."""
+    _values: dict[str, object] = {}
+    _built = _ADD_PRIORITIZED_JOB.build_keys(queue, _values)
+    return AddPrioritizedJobKeys(*_built)
+
+
+def _add_prioritized_job_call(
+    queue: str | None,
+    keys: AddPrioritizedJobKeys | None,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    priority: int,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "addPrioritizedJob-6"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "job_id", "string", job_id),
+        runtime.encode_arg(_script, "name", "string", name),
+        runtime.encode_arg(_script, "data", "string", data),
+        runtime.encode_arg(_script, "opts", "string", opts),
+        runtime.encode_arg(_script, "now", "int", now),
+        runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
+        runtime.encode_arg(_script, "parent_id", "string", parent_id),
+        runtime.encode_arg(_script, "priority", "int", priority),
+    ]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = add_prioritized_job_keys(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 6)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def add_prioritized_job(
+    client: SyncClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    priority: int,
+    queue: str | None = None,
+    keys: AddPrioritizedJobKeys | None = None,
+) -> tuple[str, int]:
+    """Adds a job with a priority: to prioritized, where a lower number runs first and jobs of
+    one
+
+    priority run in the order they were added. An existing custom id, or a deduplication id
+    still held, adds nothing and answers that job's id.
+
+    Args:
+        job_id (string): a custom id, or "" to generate one
+        name (string): the job's name
+        data (string): the job's data, as JSON
+        opts (string): the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
+        now (int): the caller's clock, in milliseconds
+        dedup_id (string): a deduplication id, or ""
+        parent_id (string): the id of a parent job in this queue, or ""
+        priority (int): 1 (runs first) to 2097151
+
+    Returns:
+        tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
+
+    Raises:
+        ParentJobNotExist: the script returned -5.
+    """
+    _keys, _args = _add_prioritized_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+        priority,
+    )
+    _reply = _ADD_PRIORITIZED_JOB.run(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_PRIORITIZED_JOB.result(_reply, job_id))
+
+
+async def add_prioritized_job_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    priority: int,
+    queue: str | None = None,
+    keys: AddPrioritizedJobKeys | None = None,
+) -> tuple[str, int]:
+    """`add_prioritized_job` for redis.asyncio clients."""
+    _keys, _args = _add_prioritized_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+        priority,
+    )
+    _reply = await _ADD_PRIORITIZED_JOB.arun(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_PRIORITIZED_JOB.result(_reply, job_id))
+
+
+def add_prioritized_job_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    priority: int,
+    queue: str | None = None,
+    keys: AddPrioritizedJobKeys | None = None,
+) -> Pending[tuple[str, int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _add_prioritized_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+        priority,
+    )
+    _index = _ADD_PRIORITIZED_JOB.queue(pipe, _keys, _args)
+    return Pending(_ADD_PRIORITIZED_JOB, _index, job_id)
+
+
+class AddStandardJobKeys(NamedTuple):
+    """The keys of addStandardJob-6, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    id: str
+    """The counter of generated ids (emq:{q}:id)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_ADD_STANDARD_JOB = Script(
+    ScriptSpec(
+        name="addStandardJob",
+        script_id="addStandardJob-6",
+        num_keys=6,
+        sha1="1b064cc5b5c66c177c33fb94ccd2b84681541cc8",
+        returns="tuple[string, int]",
+        codes=(-5,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:meta",
+            "emq:{q}:id",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def add_standard_job_keys(
+    queue: str,
+) -> AddStandardJobKeys:
+    """The keys of addStandardJob-6 for `queue`."""
+    _values: dict[str, object] = {}
+    _built = _ADD_STANDARD_JOB.build_keys(queue, _values)
+    return AddStandardJobKeys(*_built)
+
+
+def _add_standard_job_call(
+    queue: str | None,
+    keys: AddStandardJobKeys | None,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "addStandardJob-6"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "job_id", "string", job_id),
+        runtime.encode_arg(_script, "name", "string", name),
+        runtime.encode_arg(_script, "data", "string", data),
+        runtime.encode_arg(_script, "opts", "string", opts),
+        runtime.encode_arg(_script, "now", "int", now),
+        runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
+        runtime.encode_arg(_script, "parent_id", "string", parent_id),
+    ]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = add_standard_job_keys(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 6)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def add_standard_job(
+    client: SyncClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    queue: str | None = None,
+    keys: AddStandardJobKeys | None = None,
+) -> tuple[str, int]:
+    """Adds a job that can run now: to wait, or to paused while the queue is paused.
+
+    An existing custom id, or a deduplication id still held, adds nothing and answers that
+    job's id.
+
+    Args:
+        job_id (string): a custom id, or "" to generate one
+        name (string): the job's name
+        data (string): the job's data, as JSON
+        opts (string): the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
+        now (int): the caller's clock, in milliseconds
+        dedup_id (string): a deduplication id, or ""
+        parent_id (string): the id of a parent job in this queue, or ""
+
+    Returns:
+        tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
+
+    Raises:
+        ParentJobNotExist: the script returned -5.
+    """
+    _keys, _args = _add_standard_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+    )
+    _reply = _ADD_STANDARD_JOB.run(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_STANDARD_JOB.result(_reply, job_id))
+
+
+async def add_standard_job_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    queue: str | None = None,
+    keys: AddStandardJobKeys | None = None,
+) -> tuple[str, int]:
+    """`add_standard_job` for redis.asyncio clients."""
+    _keys, _args = _add_standard_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+    )
+    _reply = await _ADD_STANDARD_JOB.arun(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_STANDARD_JOB.result(_reply, job_id))
+
+
+def add_standard_job_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    name: str,
+    data: str,
+    opts: str,
+    now: int,
+    dedup_id: str,
+    parent_id: str,
+    queue: str | None = None,
+    keys: AddStandardJobKeys | None = None,
+) -> Pending[tuple[str, int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _add_standard_job_call(
+        queue,
+        keys,
+        job_id,
+        name,
+        data,
+        opts,
+        now,
+        dedup_id,
+        parent_id,
+    )
+    _index = _ADD_STANDARD_JOB.queue(pipe, _keys, _args)
+    return Pending(_ADD_STANDARD_JOB, _index, job_id)
+
+
 class ExtendLockKeys(NamedTuple):
     """The keys of extendLock-2, in KEYS order."""
 
@@ -42,6 +797,10 @@ _EXTEND_LOCK = Script(
         returns="int",
         codes=(-2, -6),
         package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:<job_id>:lock",
+            "emq:{q}:stalled",
+        ),
     ),
     BY_CODE,
 )
@@ -55,10 +814,8 @@ def extend_lock_keys(
     _values: dict[str, object] = {
         "job_id": job_id,
     }
-    return ExtendLockKeys(
-        runtime.build_key("extendLock-2", "emq:{q}:<job_id>:lock", queue, _values),
-        runtime.build_key("extendLock-2", "emq:{q}:stalled", queue, _values),
-    )
+    _built = _EXTEND_LOCK.build_keys(queue, _values)
+    return ExtendLockKeys(*_built)
 
 
 def _extend_lock_call(
@@ -151,7 +908,7 @@ def extend_lock_pipeline(
     queue: str | None = None,
     keys: ExtendLockKeys | None = None,
 ) -> Pending[int]:
-    """Queue `extend_lock` on a pipeline; `.result(pipe.execute())` gives its reply."""
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _extend_lock_call(
         queue,
         keys,
@@ -161,6 +918,126 @@ def extend_lock_pipeline(
     )
     _index = _EXTEND_LOCK.queue(pipe, _keys, _args)
     return Pending(_EXTEND_LOCK, _index, job_id)
+
+
+class GetCountsKeys(NamedTuple):
+    """The keys of getCounts-8, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    completed: str
+    """The completed set (emq:{q}:completed)"""
+    failed: str
+    """The failed set (emq:{q}:failed)"""
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+
+
+_GET_COUNTS = Script(
+    ScriptSpec(
+        name="getCounts",
+        script_id="getCounts-8",
+        num_keys=8,
+        sha1="4686da8052274564d1348c29679ea11259b98052",
+        returns="list[int]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:active",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:completed",
+            "emq:{q}:failed",
+            "emq:{q}:waiting-children",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def get_counts_keys(
+    queue: str,
+) -> GetCountsKeys:
+    """The keys of getCounts-8 for `queue`."""
+    _values: dict[str, object] = {}
+    _built = _GET_COUNTS.build_keys(queue, _values)
+    return GetCountsKeys(*_built)
+
+
+def _get_counts_call(
+    queue: str | None,
+    keys: GetCountsKeys | None,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "getCounts-8"
+    _encoded: list[str | bytes] = []
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = get_counts_keys(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 8)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_counts(
+    client: SyncClient,
+    *,
+    queue: str | None = None,
+    keys: GetCountsKeys | None = None,
+) -> list[int]:
+    """Counts the jobs in each of the eight states.
+
+    Returns:
+        list[int]: the counts, in the order of the keys
+    """
+    _keys, _args = _get_counts_call(
+        queue,
+        keys,
+    )
+    _reply = _GET_COUNTS.run(client, _keys, _args)
+    return cast(list[int], _GET_COUNTS.result(_reply))
+
+
+async def get_counts_async(
+    client: AsyncClient,
+    *,
+    queue: str | None = None,
+    keys: GetCountsKeys | None = None,
+) -> list[int]:
+    """`get_counts` for redis.asyncio clients."""
+    _keys, _args = _get_counts_call(
+        queue,
+        keys,
+    )
+    _reply = await _GET_COUNTS.arun(client, _keys, _args)
+    return cast(list[int], _GET_COUNTS.result(_reply))
+
+
+def get_counts_pipeline(
+    pipe: PipelineClient,
+    *,
+    queue: str | None = None,
+    keys: GetCountsKeys | None = None,
+) -> Pending[list[int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_counts_call(
+        queue,
+        keys,
+    )
+    _index = _GET_COUNTS.queue(pipe, _keys, _args)
+    return Pending(_GET_COUNTS, _index, None)
 
 
 class GetJobStateKeys(NamedTuple):
@@ -193,6 +1070,16 @@ _GET_JOB_STATE = Script(
         returns="string",
         codes=(),
         package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:active",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:completed",
+            "emq:{q}:failed",
+            "emq:{q}:waiting-children",
+        ),
     ),
     BY_CODE,
 )
@@ -203,16 +1090,8 @@ def get_job_state_keys(
 ) -> GetJobStateKeys:
     """The keys of getJobState-8 for `queue`."""
     _values: dict[str, object] = {}
-    return GetJobStateKeys(
-        runtime.build_key("getJobState-8", "emq:{q}:wait", queue, _values),
-        runtime.build_key("getJobState-8", "emq:{q}:paused", queue, _values),
-        runtime.build_key("getJobState-8", "emq:{q}:active", queue, _values),
-        runtime.build_key("getJobState-8", "emq:{q}:delayed", queue, _values),
-        runtime.build_key("getJobState-8", "emq:{q}:prioritized", queue, _values),
-        runtime.build_key("getJobState-8", "emq:{q}:completed", queue, _values),
-        runtime.build_key("getJobState-8", "emq:{q}:failed", queue, _values),
-        runtime.build_key("getJobState-8", "emq:{q}:waiting-children", queue, _values),
-    )
+    _built = _GET_JOB_STATE.build_keys(queue, _values)
+    return GetJobStateKeys(*_built)
 
 
 def _get_job_state_call(
@@ -283,7 +1162,7 @@ def get_job_state_pipeline(
     queue: str | None = None,
     keys: GetJobStateKeys | None = None,
 ) -> Pending[str]:
-    """Queue `get_job_state` on a pipeline; `.result(pipe.execute())` gives its reply."""
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _get_job_state_call(
         queue,
         keys,
@@ -293,9 +1172,931 @@ def get_job_state_pipeline(
     return Pending(_GET_JOB_STATE, _index, job_id)
 
 
+class MoveStalledJobsToWaitKeys(NamedTuple):
+    """The keys of moveStalledJobsToWait-8, in KEYS order."""
+
+    stalled: str
+    """The stalled set: the marks of the previous run (emq:{q}:stalled)"""
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    failed: str
+    """The failed set (emq:{q}:failed)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_MOVE_STALLED_JOBS_TO_WAIT = Script(
+    ScriptSpec(
+        name="moveStalledJobsToWait",
+        script_id="moveStalledJobsToWait-8",
+        num_keys=8,
+        sha1="4a6c47935718af361f93f1fd7f8d92c664df2863",
+        returns="tuple[list[string], list[string]]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:stalled",
+            "emq:{q}:wait",
+            "emq:{q}:active",
+            "emq:{q}:failed",
+            "emq:{q}:paused",
+            "emq:{q}:meta",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def move_stalled_jobs_to_wait_keys(
+    queue: str,
+) -> MoveStalledJobsToWaitKeys:
+    """The keys of moveStalledJobsToWait-8 for `queue`."""
+    _values: dict[str, object] = {}
+    _built = _MOVE_STALLED_JOBS_TO_WAIT.build_keys(queue, _values)
+    return MoveStalledJobsToWaitKeys(*_built)
+
+
+def _move_stalled_jobs_to_wait_call(
+    queue: str | None,
+    keys: MoveStalledJobsToWaitKeys | None,
+    max_stalled: int,
+    now: int,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "moveStalledJobsToWait-8"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "max_stalled", "int", max_stalled),
+        runtime.encode_arg(_script, "now", "int", now),
+    ]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = move_stalled_jobs_to_wait_keys(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 8)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def move_stalled_jobs_to_wait(
+    client: SyncClient,
+    *,
+    max_stalled: int,
+    now: int,
+    queue: str | None = None,
+    keys: MoveStalledJobsToWaitKeys | None = None,
+) -> tuple[list[str], list[str]]:
+    """Recovers stalled jobs: active jobs whose worker stopped renewing the lock.
+
+    A job is stalled when it was active at the previous run of this script (which marks
+    every active job in the stalled set), no heartbeat cleared its mark since, and its lock
+    is gone. Below the maximum stalled count it goes back to wait (to the front of the line)
+    with its count incremented; past it, it fails. Every run is one atomic step, so several
+    workers may run it.
+
+    Args:
+        max_stalled (int): how often a job may stall before it fails
+        now (int): the caller's clock, in milliseconds
+
+    Returns:
+        tuple[list[string], list[string]]: the ids moved back to wait, and the ids failed
+    """
+    _keys, _args = _move_stalled_jobs_to_wait_call(
+        queue,
+        keys,
+        max_stalled,
+        now,
+    )
+    _reply = _MOVE_STALLED_JOBS_TO_WAIT.run(client, _keys, _args)
+    return cast(tuple[list[str], list[str]], _MOVE_STALLED_JOBS_TO_WAIT.result(_reply))
+
+
+async def move_stalled_jobs_to_wait_async(
+    client: AsyncClient,
+    *,
+    max_stalled: int,
+    now: int,
+    queue: str | None = None,
+    keys: MoveStalledJobsToWaitKeys | None = None,
+) -> tuple[list[str], list[str]]:
+    """`move_stalled_jobs_to_wait` for redis.asyncio clients."""
+    _keys, _args = _move_stalled_jobs_to_wait_call(
+        queue,
+        keys,
+        max_stalled,
+        now,
+    )
+    _reply = await _MOVE_STALLED_JOBS_TO_WAIT.arun(client, _keys, _args)
+    return cast(tuple[list[str], list[str]], _MOVE_STALLED_JOBS_TO_WAIT.result(_reply))
+
+
+def move_stalled_jobs_to_wait_pipeline(
+    pipe: PipelineClient,
+    *,
+    max_stalled: int,
+    now: int,
+    queue: str | None = None,
+    keys: MoveStalledJobsToWaitKeys | None = None,
+) -> Pending[tuple[list[str], list[str]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _move_stalled_jobs_to_wait_call(
+        queue,
+        keys,
+        max_stalled,
+        now,
+    )
+    _index = _MOVE_STALLED_JOBS_TO_WAIT.queue(pipe, _keys, _args)
+    return Pending(_MOVE_STALLED_JOBS_TO_WAIT, _index, None)
+
+
+class MoveToActiveKeys(NamedTuple):
+    """The keys of moveToActive-11, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    stalled: str
+    """The stalled set: a picked-up job leaves it (emq:{q}:stalled)"""
+    limiter: str
+    """The rate limiter's counter (emq:{q}:limiter)"""
+    delayed: str
+    """The delayed set, scored by run-at (emq:{q}:delayed)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_MOVE_TO_ACTIVE = Script(
+    ScriptSpec(
+        name="moveToActive",
+        script_id="moveToActive-11",
+        num_keys=11,
+        sha1="79b13909dc62d8de9578b9e7295d9c0bed4e38d6",
+        returns="tuple[string, hash, int]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:active",
+            "emq:{q}:prioritized",
+            "emq:{q}:events",
+            "emq:{q}:stalled",
+            "emq:{q}:limiter",
+            "emq:{q}:delayed",
+            "emq:{q}:paused",
+            "emq:{q}:meta",
+            "emq:{q}:pc",
+            "emq:{q}:marker",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def move_to_active_keys(
+    queue: str,
+) -> MoveToActiveKeys:
+    """The keys of moveToActive-11 for `queue`."""
+    _values: dict[str, object] = {}
+    _built = _MOVE_TO_ACTIVE.build_keys(queue, _values)
+    return MoveToActiveKeys(*_built)
+
+
+def _move_to_active_call(
+    queue: str | None,
+    keys: MoveToActiveKeys | None,
+    token: str,
+    lock_duration: int,
+    now: int,
+    limit_max: int,
+    limit_duration: int,
+    concurrency: int,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "moveToActive-11"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "token", "string", token),
+        runtime.encode_arg(_script, "lock_duration", "int", lock_duration),
+        runtime.encode_arg(_script, "now", "int", now),
+        runtime.encode_arg(_script, "limit_max", "int", limit_max),
+        runtime.encode_arg(_script, "limit_duration", "int", limit_duration),
+        runtime.encode_arg(_script, "concurrency", "int", concurrency),
+    ]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = move_to_active_keys(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 11)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def move_to_active(
+    client: SyncClient,
+    *,
+    token: str,
+    lock_duration: int,
+    now: int,
+    limit_max: int,
+    limit_duration: int,
+    concurrency: int,
+    queue: str | None = None,
+    keys: MoveToActiveKeys | None = None,
+) -> tuple[str, dict[str, str], int]:
+    """Picks the next job up and locks it: the pickup step of a worker.
+
+    Promotes due delayed jobs first; then, unless the queue is paused, the rate limiter is
+    spent or the concurrency cap is reached, takes the next job (wait first, else the best
+    priority, FIFO within a priority), locks it for the worker's token, and moves it to
+    active.
+
+    Args:
+        token (string): the worker's lock token
+        lock_duration (int): how long the lock lives without a heartbeat, in milliseconds
+        now (int): the caller's clock, in milliseconds
+        limit_max (int): at most this many jobs per limit_duration (0: no limit)
+        limit_duration (int): the rate limiter's window, in milliseconds
+        concurrency (int): at most this many jobs active in the queue (0: no cap)
+
+    Returns:
+        tuple[string, hash, int]: the job's id and fields, or "" and {} and the milliseconds
+        until the rate limiter allows a job (0: nothing to do)
+    """
+    _keys, _args = _move_to_active_call(
+        queue,
+        keys,
+        token,
+        lock_duration,
+        now,
+        limit_max,
+        limit_duration,
+        concurrency,
+    )
+    _reply = _MOVE_TO_ACTIVE.run(client, _keys, _args)
+    return cast(tuple[str, dict[str, str], int], _MOVE_TO_ACTIVE.result(_reply))
+
+
+async def move_to_active_async(
+    client: AsyncClient,
+    *,
+    token: str,
+    lock_duration: int,
+    now: int,
+    limit_max: int,
+    limit_duration: int,
+    concurrency: int,
+    queue: str | None = None,
+    keys: MoveToActiveKeys | None = None,
+) -> tuple[str, dict[str, str], int]:
+    """`move_to_active` for redis.asyncio clients."""
+    _keys, _args = _move_to_active_call(
+        queue,
+        keys,
+        token,
+        lock_duration,
+        now,
+        limit_max,
+        limit_duration,
+        concurrency,
+    )
+    _reply = await _MOVE_TO_ACTIVE.arun(client, _keys, _args)
+    return cast(tuple[str, dict[str, str], int], _MOVE_TO_ACTIVE.result(_reply))
+
+
+def move_to_active_pipeline(
+    pipe: PipelineClient,
+    *,
+    token: str,
+    lock_duration: int,
+    now: int,
+    limit_max: int,
+    limit_duration: int,
+    concurrency: int,
+    queue: str | None = None,
+    keys: MoveToActiveKeys | None = None,
+) -> Pending[tuple[str, dict[str, str], int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _move_to_active_call(
+        queue,
+        keys,
+        token,
+        lock_duration,
+        now,
+        limit_max,
+        limit_duration,
+        concurrency,
+    )
+    _index = _MOVE_TO_ACTIVE.queue(pipe, _keys, _args)
+    return Pending(_MOVE_TO_ACTIVE, _index, None)
+
+
+class MoveToDelayedKeys(NamedTuple):
+    """The keys of moveToDelayed-8, in KEYS order."""
+
+    active: str
+    """The active list (emq:{q}:active)"""
+    delayed: str
+    """The delayed set, scored by run-at (emq:{q}:delayed)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    stalled: str
+    """The stalled set (emq:{q}:stalled)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+    lock: str
+    """The job's lock (emq:{q}:<job_id>:lock)"""
+
+
+_MOVE_TO_DELAYED = Script(
+    ScriptSpec(
+        name="moveToDelayed",
+        script_id="moveToDelayed-8",
+        num_keys=8,
+        sha1="49b983196503e361f5e54e8e1192d2891fbdfc87",
+        returns="int",
+        codes=(-1, -2, -3, -6),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:active",
+            "emq:{q}:delayed",
+            "emq:{q}:events",
+            "emq:{q}:stalled",
+            "emq:{q}:meta",
+            "emq:{q}:marker",
+            "emq:{q}:<job_id>",
+            "emq:{q}:<job_id>:lock",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def move_to_delayed_keys(
+    queue: str,
+    job_id: str,
+) -> MoveToDelayedKeys:
+    """The keys of moveToDelayed-8 for `queue` and the ids they name."""
+    _values: dict[str, object] = {
+        "job_id": job_id,
+    }
+    _built = _MOVE_TO_DELAYED.build_keys(queue, _values)
+    return MoveToDelayedKeys(*_built)
+
+
+def _move_to_delayed_call(
+    queue: str | None,
+    keys: MoveToDelayedKeys | None,
+    job_id: str,
+    token: str,
+    now: int,
+    base: int,
+    jitter: float,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "moveToDelayed-8"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "job_id", "string", job_id),
+        runtime.encode_arg(_script, "token", "string", token),
+        runtime.encode_arg(_script, "now", "int", now),
+        runtime.encode_arg(_script, "base", "int", base),
+        runtime.encode_arg(_script, "jitter", "number", jitter),
+    ]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = move_to_delayed_keys(queue, job_id)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 8)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def move_to_delayed(
+    client: SyncClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    base: int,
+    jitter: float,
+    queue: str | None = None,
+    keys: MoveToDelayedKeys | None = None,
+) -> int:
+    """Retries an active job later: back to delayed after a backoff of base * 2^(attempt - 1),
+    plus
+
+    the jitter the caller drew. The lock is released and the attempts made go up by one.
+
+    Args:
+        job_id (string): the job's id
+        token (string): the worker's lock token
+        now (int): the caller's clock, in milliseconds
+        base (int): the first retry's delay, in milliseconds
+        jitter (number): a fraction in [0, 1) of the delay to add (0: none)
+
+    Returns:
+        int: the delay, in milliseconds
+
+    Raises:
+        JobNotExist: the script returned -1.
+        JobLockNotExist: the script returned -2.
+        JobNotInState: the script returned -3.
+        JobLockMismatch: the script returned -6.
+    """
+    _keys, _args = _move_to_delayed_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        base,
+        jitter,
+    )
+    _reply = _MOVE_TO_DELAYED.run(client, _keys, _args)
+    return cast(int, _MOVE_TO_DELAYED.result(_reply, job_id))
+
+
+async def move_to_delayed_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    base: int,
+    jitter: float,
+    queue: str | None = None,
+    keys: MoveToDelayedKeys | None = None,
+) -> int:
+    """`move_to_delayed` for redis.asyncio clients."""
+    _keys, _args = _move_to_delayed_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        base,
+        jitter,
+    )
+    _reply = await _MOVE_TO_DELAYED.arun(client, _keys, _args)
+    return cast(int, _MOVE_TO_DELAYED.result(_reply, job_id))
+
+
+def move_to_delayed_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    base: int,
+    jitter: float,
+    queue: str | None = None,
+    keys: MoveToDelayedKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _move_to_delayed_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        base,
+        jitter,
+    )
+    _index = _MOVE_TO_DELAYED.queue(pipe, _keys, _args)
+    return Pending(_MOVE_TO_DELAYED, _index, job_id)
+
+
+class MoveToFinishedKeys(NamedTuple):
+    """The keys of moveToFinished-14, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    stalled: str
+    """The stalled set (emq:{q}:stalled)"""
+    limiter: str
+    """The rate limiter's counter (emq:{q}:limiter)"""
+    delayed: str
+    """The delayed set, scored by run-at (emq:{q}:delayed)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+    finished: str
+    """The completed or the failed set (emq:{q}:<outcome>)"""
+    metrics: str
+    """The count of completed or of failed jobs (emq:{q}:metrics:<outcome>)"""
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+
+
+_MOVE_TO_FINISHED = Script(
+    ScriptSpec(
+        name="moveToFinished",
+        script_id="moveToFinished-14",
+        num_keys=14,
+        sha1="8cfc274320471b3d830ca641da8c168c43c1f85f",
+        returns="tuple[string, string, hash, int]",
+        codes=(-1, -2, -3, -6),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:active",
+            "emq:{q}:prioritized",
+            "emq:{q}:events",
+            "emq:{q}:stalled",
+            "emq:{q}:limiter",
+            "emq:{q}:delayed",
+            "emq:{q}:paused",
+            "emq:{q}:meta",
+            "emq:{q}:pc",
+            "emq:{q}:marker",
+            "emq:{q}:<outcome>",
+            "emq:{q}:metrics:<outcome>",
+            "emq:{q}:waiting-children",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def move_to_finished_keys(
+    queue: str,
+    outcome: str,
+) -> MoveToFinishedKeys:
+    """The keys of moveToFinished-14 for `queue` and the ids they name."""
+    _values: dict[str, object] = {
+        "outcome": outcome,
+    }
+    _built = _MOVE_TO_FINISHED.build_keys(queue, _values)
+    return MoveToFinishedKeys(*_built)
+
+
+def _move_to_finished_call(
+    queue: str | None,
+    keys: MoveToFinishedKeys | None,
+    job_id: str,
+    token: str,
+    now: int,
+    outcome: str,
+    result: str,
+    stacktrace: str,
+    jitter: float,
+    fetch_next: bool,
+    lock_duration: int,
+    limit_max: int,
+    limit_duration: int,
+    concurrency: int,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "moveToFinished-14"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "job_id", "string", job_id),
+        runtime.encode_arg(_script, "token", "string", token),
+        runtime.encode_arg(_script, "now", "int", now),
+        runtime.encode_arg(_script, "outcome", "string", outcome),
+        runtime.encode_arg(_script, "result", "string", result),
+        runtime.encode_arg(_script, "stacktrace", "string", stacktrace),
+        runtime.encode_arg(_script, "jitter", "number", jitter),
+        runtime.encode_arg(_script, "fetch_next", "bool", fetch_next),
+        runtime.encode_arg(_script, "lock_duration", "int", lock_duration),
+        runtime.encode_arg(_script, "limit_max", "int", limit_max),
+        runtime.encode_arg(_script, "limit_duration", "int", limit_duration),
+        runtime.encode_arg(_script, "concurrency", "int", concurrency),
+    ]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = move_to_finished_keys(queue, outcome)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 14)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def move_to_finished(
+    client: SyncClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    outcome: str,
+    result: str,
+    stacktrace: str,
+    jitter: float,
+    fetch_next: bool,
+    lock_duration: int,
+    limit_max: int,
+    limit_duration: int,
+    concurrency: int,
+    queue: str | None = None,
+    keys: MoveToFinishedKeys | None = None,
+) -> tuple[str, str, dict[str, str], int]:
+    """Completes or fails an active job, and optionally picks the next one up in the same call.
+
+    Verifies the lock token first, then that the job exists and is active. A completion
+    stores the return value; a failure stores the reason and stack trace and, while attempts
+    are left, goes to delayed with a backoff instead of to failed. A finished job is scored
+    by its finish time, counted in the metrics, kept or removed by removeOnComplete /
+    removeOnFail, releases its deduplication id and, when it was the last pending child,
+    moves its parent out of waiting-children.
+
+    Args:
+        job_id (string): the job's id
+        token (string): the worker's lock token
+        now (int): the caller's clock, in milliseconds
+        outcome (string): "completed" or "failed"
+        result (string): the return value (JSON) or the failure reason
+        stacktrace (string): the failure's stack trace, or ""
+        jitter (number): a fraction in [0, 1) of the retry delay to add (0: none)
+        fetch_next (bool): pick the next job up for the same worker
+        lock_duration (int): the next job's lock time to live, in milliseconds
+        limit_max (int): at most this many jobs per limit_duration (0: no limit)
+        limit_duration (int): the rate limiter's window, in milliseconds
+        concurrency (int): at most this many jobs active in the queue (0: no cap)
+
+    Returns:
+        tuple[string, string, hash, int]: where the job went ("completed", "failed" or
+        "delayed"), then the next job as moveToActive answers it
+
+    Raises:
+        JobNotExist: the script returned -1.
+        JobLockNotExist: the script returned -2.
+        JobNotInState: the script returned -3.
+        JobLockMismatch: the script returned -6.
+    """
+    _keys, _args = _move_to_finished_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        outcome,
+        result,
+        stacktrace,
+        jitter,
+        fetch_next,
+        lock_duration,
+        limit_max,
+        limit_duration,
+        concurrency,
+    )
+    _reply = _MOVE_TO_FINISHED.run(client, _keys, _args)
+    return cast(tuple[str, str, dict[str, str], int], _MOVE_TO_FINISHED.result(_reply, job_id))
+
+
+async def move_to_finished_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    outcome: str,
+    result: str,
+    stacktrace: str,
+    jitter: float,
+    fetch_next: bool,
+    lock_duration: int,
+    limit_max: int,
+    limit_duration: int,
+    concurrency: int,
+    queue: str | None = None,
+    keys: MoveToFinishedKeys | None = None,
+) -> tuple[str, str, dict[str, str], int]:
+    """`move_to_finished` for redis.asyncio clients."""
+    _keys, _args = _move_to_finished_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        outcome,
+        result,
+        stacktrace,
+        jitter,
+        fetch_next,
+        lock_duration,
+        limit_max,
+        limit_duration,
+        concurrency,
+    )
+    _reply = await _MOVE_TO_FINISHED.arun(client, _keys, _args)
+    return cast(tuple[str, str, dict[str, str], int], _MOVE_TO_FINISHED.result(_reply, job_id))
+
+
+def move_to_finished_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    outcome: str,
+    result: str,
+    stacktrace: str,
+    jitter: float,
+    fetch_next: bool,
+    lock_duration: int,
+    limit_max: int,
+    limit_duration: int,
+    concurrency: int,
+    queue: str | None = None,
+    keys: MoveToFinishedKeys | None = None,
+) -> Pending[tuple[str, str, dict[str, str], int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _move_to_finished_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        outcome,
+        result,
+        stacktrace,
+        jitter,
+        fetch_next,
+        lock_duration,
+        limit_max,
+        limit_duration,
+        concurrency,
+    )
+    _index = _MOVE_TO_FINISHED.queue(pipe, _keys, _args)
+    return Pending(_MOVE_TO_FINISHED, _index, job_id)
+
+
+class PauseKeys(NamedTuple):
+    """The keys of pause-5, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_PAUSE = Script(
+    ScriptSpec(
+        name="pause",
+        script_id="pause-5",
+        num_keys=5,
+        sha1="962b62d4a13c6e91e018ce57a193218d9bc1df1e",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:meta",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def pause_keys(
+    queue: str,
+) -> PauseKeys:
+    """The keys of pause-5 for `queue`."""
+    _values: dict[str, object] = {}
+    _built = _PAUSE.build_keys(queue, _values)
+    return PauseKeys(*_built)
+
+
+def _pause_call(
+    queue: str | None,
+    keys: PauseKeys | None,
+    action: str,
+) -> tuple[list[str | bytes], list[str | bytes]]:
+    _script = "pause-5"
+    _encoded: list[str | bytes] = [
+        runtime.encode_arg(_script, "action", "string", action),
+    ]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        keys = pause_keys(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    _checked = runtime.check_keys(_script, keys, 5)
+    runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def pause(
+    client: SyncClient,
+    *,
+    action: str,
+    queue: str | None = None,
+    keys: PauseKeys | None = None,
+) -> int:
+    """Pauses or resumes a queue: waiting jobs move between wait and paused, and the meta
+    hash's
+
+    "paused" flag says which. Active jobs are not touched: they finish as usual. Pausing a
+    paused queue, or resuming a running one, changes nothing.
+
+    Args:
+        action (string): "pause" or "resume"
+
+    Returns:
+        int: 1 when the queue's state changed, 0 when it already was so
+    """
+    _keys, _args = _pause_call(
+        queue,
+        keys,
+        action,
+    )
+    _reply = _PAUSE.run(client, _keys, _args)
+    return cast(int, _PAUSE.result(_reply))
+
+
+async def pause_async(
+    client: AsyncClient,
+    *,
+    action: str,
+    queue: str | None = None,
+    keys: PauseKeys | None = None,
+) -> int:
+    """`pause` for redis.asyncio clients."""
+    _keys, _args = _pause_call(
+        queue,
+        keys,
+        action,
+    )
+    _reply = await _PAUSE.arun(client, _keys, _args)
+    return cast(int, _PAUSE.result(_reply))
+
+
+def pause_pipeline(
+    pipe: PipelineClient,
+    *,
+    action: str,
+    queue: str | None = None,
+    keys: PauseKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _pause_call(
+        queue,
+        keys,
+        action,
+    )
+    _index = _PAUSE.queue(pipe, _keys, _args)
+    return Pending(_PAUSE, _index, None)
+
+
 SCRIPTS: tuple[Script, ...] = (
+    _ADD_DELAYED_JOB,
+    _ADD_PARENT_JOB,
+    _ADD_PRIORITIZED_JOB,
+    _ADD_STANDARD_JOB,
     _EXTEND_LOCK,
+    _GET_COUNTS,
     _GET_JOB_STATE,
+    _MOVE_STALLED_JOBS_TO_WAIT,
+    _MOVE_TO_ACTIVE,
+    _MOVE_TO_DELAYED,
+    _MOVE_TO_FINISHED,
+    _PAUSE,
 )
 
 

@@ -1,0 +1,137 @@
+--- Adds a job that can run now: to wait, or to paused while the queue is paused.
+--- An existing custom id, or a deduplication id still held, adds nothing and answers that job's id.
+--- @key wait    `emq:{q}:wait`    the wait list
+--- @key paused  `emq:{q}:paused`  the paused list
+--- @key meta    `emq:{q}:meta`    the queue's meta hash
+--- @key id      `emq:{q}:id`      the counter of generated ids
+--- @key events  `emq:{q}:events`  the event stream
+--- @key marker  `emq:{q}:marker`  the marker idle workers block on
+--- @arg job_id     string  a custom id, or "" to generate one
+--- @arg name       string  the job's name
+--- @arg data       string  the job's data, as JSON
+--- @arg opts       string  the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
+--- @arg now        int     the caller's clock, in milliseconds
+--- @arg dedup_id   string  a deduplication id, or ""
+--- @arg parent_id  string  the id of a parent job in this queue, or ""
+--- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
+--- @error -5 ParentJobNotExist
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+
+-- Creates a job's hash, the part every add script shares. `args` holds the add scripts' common
+-- arguments: job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id,
+-- parent_id. Returns the job id and true when the job is new; the id of the job that already
+-- holds the custom id or the deduplication id and false when nothing was added; or a failure
+-- code (-5 when the parent does not exist).
+local function addJob(idKey, args, extraFields)
+  local prefix = queuePrefix(idKey)
+  if args.dedup_id ~= "" then
+    local holder = redis.call("GET", prefix .. "de:" .. args.dedup_id)
+    if holder then
+      return holder, false
+    end
+  end
+  local jobId = args.job_id
+  if jobId == "" then
+    jobId = tostring(redis.call("INCR", idKey))
+  elseif redis.call("EXISTS", prefix .. jobId) == 1 then
+    return jobId, false
+  end
+  local jobKey = prefix .. jobId
+  local fields = {
+    "name", args.name, "data", args.data, "opts", args.opts,
+    "timestamp", args.now, "atm", 0, "stc", 0,
+  }
+  if args.parent_id ~= "" then
+    local parentKey = prefix .. args.parent_id
+    if redis.call("EXISTS", parentKey) == 0 then
+      return -5, false
+    end
+    redis.call("SADD", parentKey .. ":dependencies", jobKey)
+    fields[#fields + 1] = "parentKey"
+    fields[#fields + 1] = parentKey
+  end
+  if args.dedup_id ~= "" then
+    redis.call("SET", prefix .. "de:" .. args.dedup_id, jobId)
+    fields[#fields + 1] = "deid"
+    fields[#fields + 1] = args.dedup_id
+  end
+  for _, value in ipairs(extraFields) do
+    fields[#fields + 1] = value
+  end
+  redis.call("HSET", jobKey, unpack(fields))
+  return jobId, true
+end
+
+-- The add scripts' shared arguments, by name, from their fixed ARGV positions 1..7.
+local function addArgs()
+  return {
+    job_id = ARGV[1], name = ARGV[2], data = ARGV[3], opts = ARGV[4],
+    now = ARGV[5], dedup_id = ARGV[6], parent_id = ARGV[7],
+  }
+end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
+-- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+local function signalWork(markerKey, dueAt)
+  redis.call("ZADD", markerKey, "LT", dueAt, "next")
+end
+
+-- Sets the marker from the queue's state after jobs left or arrived.
+local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
+  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
+    redis.call("ZADD", markerKey, 0, "next")
+    return
+  end
+  local nextDelayed = redis.call("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
+  if nextDelayed[2] then
+    redis.call("ZADD", markerKey, nextDelayed[2], "next")
+  else
+    redis.call("DEL", markerKey)
+  end
+end
+
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
+
+-- Puts a job that is ready to run where workers take it: prioritized when it has a priority,
+-- else paused when the queue is paused, else wait (LPUSH: workers take from the other end).
+-- Returns the state it went to.
+local function enqueueReady(queue, jobId, priority)
+  if priority > 0 then
+    redis.call("ZADD", queue.prioritized, priorityScore(priority, queue.pc), jobId)
+    if redis.call("HEXISTS", queue.meta, "paused") == 0 then
+      signalWork(queue.marker, 0)
+    end
+    return "prioritized"
+  end
+  if redis.call("HEXISTS", queue.meta, "paused") == 1 then
+    redis.call("LPUSH", queue.paused, jobId)
+    return "paused"
+  end
+  redis.call("LPUSH", queue.wait, jobId)
+  signalWork(queue.marker, 0)
+  return "wait"
+end
+
+local queue = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], marker = KEYS[6] }
+local jobId, added = addJob(KEYS[4], addArgs(), {})
+if jobId == -5 then
+  return -5
+end
+if added then
+  local state = enqueueReady(queue, jobId, 0)
+  emitEvent(KEYS[5], KEYS[3], state == "paused" and "paused" or "waiting", jobId, "name", ARGV[2])
+end
+return { jobId, added and 1 or 0 }

@@ -1,0 +1,42 @@
+--- Pauses or resumes a queue: waiting jobs move between wait and paused, and the meta hash's
+--- "paused" flag says which. Active jobs are not touched: they finish as usual. Pausing a paused
+--- queue, or resuming a running one, changes nothing.
+--- @key wait    `emq:{q}:wait`    the wait list
+--- @key paused  `emq:{q}:paused`  the paused list
+--- @key meta    `emq:{q}:meta`    the queue's meta hash
+--- @key events  `emq:{q}:events`  the event stream
+--- @key marker  `emq:{q}:marker`  the marker idle workers block on
+--- @arg action  string  "pause" or "resume"
+--- @return int  1 when the queue's state changed, 0 when it already was so
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+
+local pausing = ARGV[1] == "pause"
+if not pausing and ARGV[1] ~= "resume" then
+  return redis.error_reply("ERR action must be 'pause' or 'resume'")
+end
+if (redis.call("HEXISTS", KEYS[3], "paused") == 1) == pausing then
+  return 0
+end
+local from, to = KEYS[1], KEYS[2]
+if not pausing then
+  from, to = KEYS[2], KEYS[1]
+end
+-- Oldest first onto the head of the other list: the order is kept, ahead of anything there.
+while redis.call("RPOPLPUSH", from, to) do
+end
+if pausing then
+  redis.call("HSET", KEYS[3], "paused", 1)
+  redis.call("DEL", KEYS[5])
+else
+  redis.call("HDEL", KEYS[3], "paused")
+  if redis.call("LLEN", KEYS[1]) > 0 then
+    redis.call("ZADD", KEYS[5], 0, "next")
+  end
+end
+emitEvent(KEYS[4], KEYS[3], pausing and "paused" or "resumed", "")
+return 1

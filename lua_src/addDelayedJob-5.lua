@@ -1,0 +1,33 @@
+--- Adds a job that runs after a delay: to delayed, scored by the time it becomes due.
+--- An existing custom id, or a deduplication id still held, adds nothing and answers that job's id.
+--- @key delayed  `emq:{q}:delayed`  the delayed set, scored by run-at
+--- @key meta     `emq:{q}:meta`     the queue's meta hash
+--- @key id       `emq:{q}:id`       the counter of generated ids
+--- @key events   `emq:{q}:events`   the event stream
+--- @key marker   `emq:{q}:marker`   the marker idle workers block on
+--- @arg job_id     string  a custom id, or "" to generate one
+--- @arg name       string  the job's name
+--- @arg data       string  the job's data, as JSON
+--- @arg opts       string  the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
+--- @arg now        int     the caller's clock, in milliseconds
+--- @arg dedup_id   string  a deduplication id, or ""
+--- @arg parent_id  string  the id of a parent job in this queue, or ""
+--- @arg delay      int     milliseconds from now until the job is due
+--- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
+--- @error -5 ParentJobNotExist
+--- @include "includes/addJob"
+--- @include "includes/events"
+--- @include "includes/marker"
+
+local delay = tonumber(ARGV[8])
+local runAt = tonumber(ARGV[5]) + delay
+local jobId, added = addJob(KEYS[3], addArgs(), { "delay", delay })
+if jobId == -5 then
+  return -5
+end
+if added then
+  redis.call("ZADD", KEYS[1], runAt, jobId)
+  signalWork(KEYS[5], runAt)
+  emitEvent(KEYS[4], KEYS[2], "delayed", jobId, "delay", delay, "runAt", runAt)
+end
+return { jobId, added and 1 or 0 }

@@ -1,0 +1,28 @@
+--- Adds a parent job: to waiting-children, where it stays until the last child added with it as
+--- parent_id completes.
+--- An existing custom id, or a deduplication id still held, adds nothing and answers that job's id.
+--- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
+--- @key meta              `emq:{q}:meta`              the queue's meta hash
+--- @key id                `emq:{q}:id`                the counter of generated ids
+--- @key events            `emq:{q}:events`            the event stream
+--- @arg job_id     string  a custom id, or "" to generate one
+--- @arg name       string  the job's name
+--- @arg data       string  the job's data, as JSON
+--- @arg opts       string  the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
+--- @arg now        int     the caller's clock, in milliseconds
+--- @arg dedup_id   string  a deduplication id, or ""
+--- @arg parent_id  string  the id of a parent job in this queue, or ""
+--- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
+--- @error -5 ParentJobNotExist
+--- @include "includes/addJob"
+--- @include "includes/events"
+
+local jobId, added = addJob(KEYS[3], addArgs(), {})
+if jobId == -5 then
+  return -5
+end
+if added then
+  redis.call("ZADD", KEYS[1], tonumber(ARGV[5]), jobId)
+  emitEvent(KEYS[4], KEYS[2], "waiting-children", jobId)
+end
+return { jobId, added and 1 or 0 }
