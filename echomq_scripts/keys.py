@@ -1,0 +1,180 @@
+"""The protocol's keys (L1): one function per key of a queue, as every runtime builds them.
+
+Every key of queue `q` starts with the hash tag `emq:{q}`, so a whole queue lives on one Redis
+Cluster slot. A queue name that would break the tag, and a job id that could name another key of
+the queue, are refused here with `KeyNameError` before any key is built.
+
+The scripts' headers carry the same layout as key templates (`emq:{q}:wait`); the tests check
+that the two agree. Like the runtime, this module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+STATES: Final = (
+    "wait",
+    "paused",
+    "active",
+    "delayed",
+    "prioritized",
+    "completed",
+    "failed",
+    "waiting-children",
+)
+
+# The queue's own key names: a job id equal to one of them would make `emq:{q}:<id>` (the job
+# hash) the same key as that one.
+RESERVED_IDS: Final = frozenset(
+    {*STATES, "stalled", "events", "meta", "id", "limiter", "pc", "marker", "metrics", "de"}
+)
+
+
+class KeyNameError(ValueError):
+    """A queue name or a job id that cannot be part of a key."""
+
+
+def check_queue(queue: str) -> str:
+    """`queue` itself, when it can name a queue: a non-empty str without '{' or '}'."""
+    if not isinstance(queue, str) or not queue:
+        raise KeyNameError(f"a queue name must be a non-empty str, got {queue!r:.60}")
+    if re.search(r"[{}]", queue):
+        raise KeyNameError(f"queue name {queue!r} contains '{{' or '}}': it would break the tag")
+    return queue
+
+
+def check_job_id(job_id: str) -> str:
+    """`job_id` itself, when it can name a job without colliding with another key."""
+    if not isinstance(job_id, str) or not job_id:
+        raise KeyNameError(f"a job id must be a non-empty str, got {job_id!r:.60}")
+    if re.search(r"[{}:]", job_id):
+        raise KeyNameError(
+            f"job id {job_id!r} contains '{{', '}}' or ':': it could name another key"
+        )
+    if job_id in RESERVED_IDS:
+        raise KeyNameError(f"job id {job_id!r} is the name of one of the queue's own keys")
+    return job_id
+
+
+def prefix(queue: str) -> str:
+    """`emq:{q}:`, the start of every key of the queue."""
+    return f"emq:{{{check_queue(queue)}}}:"
+
+
+def wait(queue: str) -> str:
+    """LIST of jobs ready to run, oldest at the right end."""
+    return prefix(queue) + "wait"
+
+
+def paused(queue: str) -> str:
+    """LIST of jobs ready to run while the queue is paused."""
+    return prefix(queue) + "paused"
+
+
+def active(queue: str) -> str:
+    """LIST of jobs a worker holds the lock of."""
+    return prefix(queue) + "active"
+
+
+def delayed(queue: str) -> str:
+    """ZSET of jobs waiting for a time, scored by run-at (ms)."""
+    return prefix(queue) + "delayed"
+
+
+def prioritized(queue: str) -> str:
+    """ZSET of ready jobs with a priority, scored by priority * 2^32 + arrival."""
+    return prefix(queue) + "prioritized"
+
+
+def completed(queue: str) -> str:
+    """ZSET of completed jobs, scored by finished-at (ms)."""
+    return prefix(queue) + "completed"
+
+
+def failed(queue: str) -> str:
+    """ZSET of failed jobs, scored by finished-at (ms)."""
+    return prefix(queue) + "failed"
+
+
+def waiting_children(queue: str) -> str:
+    """ZSET of parent jobs waiting for their children, scored by added-at (ms)."""
+    return prefix(queue) + "waiting-children"
+
+
+def state(queue: str, name: str) -> str:
+    """The key of the state called `name` (one of STATES)."""
+    if name not in STATES:
+        raise KeyNameError(f"no state {name!r}; the states are {', '.join(STATES)}")
+    return prefix(queue) + name
+
+
+def stalled(queue: str) -> str:
+    """SET of active jobs marked by the stalled check; not a state."""
+    return prefix(queue) + "stalled"
+
+
+def events(queue: str) -> str:
+    """STREAM of the queue's events."""
+    return prefix(queue) + "events"
+
+
+def meta(queue: str) -> str:
+    """HASH of the queue's settings ("paused", "max-events")."""
+    return prefix(queue) + "meta"
+
+
+def id_counter(queue: str) -> str:
+    """STRING counter of generated job ids."""
+    return prefix(queue) + "id"
+
+
+def limiter(queue: str) -> str:
+    """STRING counter of the rate limiter's current window."""
+    return prefix(queue) + "limiter"
+
+
+def priority_counter(queue: str) -> str:
+    """STRING counter that orders jobs of one priority."""
+    return prefix(queue) + "pc"
+
+
+def marker(queue: str) -> str:
+    """ZSET with the member "next", scored by when work is due; idle workers block on it."""
+    return prefix(queue) + "marker"
+
+
+def metrics(queue: str, outcome: str) -> str:
+    """STRING count of the queue's completed or failed jobs."""
+    if outcome not in ("completed", "failed"):
+        raise KeyNameError(f"metrics are kept for 'completed' and 'failed', not {outcome!r}")
+    return prefix(queue) + "metrics:" + outcome
+
+
+def job(queue: str, job_id: str) -> str:
+    """HASH of one job's fields."""
+    return prefix(queue) + check_job_id(job_id)
+
+
+def lock(queue: str, job_id: str) -> str:
+    """STRING holding the token of the worker that has the job."""
+    return job(queue, job_id) + ":lock"
+
+
+def dependencies(queue: str, job_id: str) -> str:
+    """SET of a parent's pending children, by job key."""
+    return job(queue, job_id) + ":dependencies"
+
+
+def processed(queue: str, job_id: str) -> str:
+    """HASH of a parent's completed children: job key -> return value."""
+    return job(queue, job_id) + ":processed"
+
+
+def dedup(queue: str, dedup_id: str) -> str:
+    """STRING holding the id of the job that holds a deduplication id."""
+    if not isinstance(dedup_id, str) or not dedup_id or re.search(r"[{}]", dedup_id):
+        raise KeyNameError(
+            f"a deduplication id must be a non-empty str without braces: {dedup_id!r:.60}"
+        )
+    return prefix(queue) + "de:" + dedup_id
