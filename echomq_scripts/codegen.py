@@ -12,13 +12,14 @@ import re
 import textwrap
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from . import __version__
 from .errors import EchoMQScriptsError
 from .manifest import ScriptBuild, line_map, to_json_bytes
 from .naming import identifier, pascal_case, snake_case
-from .runtime import split_shape
+from .shapes import split_shape
 
 # Names the generated module uses itself: a header argument, key or script of the same name
 # gets a trailing underscore instead of shadowing one.
@@ -266,11 +267,22 @@ class ScriptView:
         return lines
 
 
-def generated_files(scripts: list[ScriptBuild], package: str) -> dict[str, bytes]:
-    """Every file of the generated package, by its path inside it."""
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+def generated_files(
+    scripts: list[ScriptBuild], package: str, cache_dir: Path | None = None
+) -> dict[str, bytes]:
+    """Every file of the generated package, by its path inside it.
 
+    With a `cache_dir`, Jinja keeps its compiled templates there: compiling them costs more
+    than rendering them.
+    """
+    from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, StrictUndefined
+
+    bytecode_cache = None
+    if cache_dir is not None:
+        (cache_dir / "templates").mkdir(parents=True, exist_ok=True)
+        bytecode_cache = FileSystemBytecodeCache(str(cache_dir / "templates"))
     environment = Environment(
+        bytecode_cache=bytecode_cache,
         loader=PackageLoader("echomq_scripts", "templates"),
         trim_blocks=True,
         lstrip_blocks=True,

@@ -94,7 +94,7 @@ def build(
     if package is not None:
         from .codegen import GENERATED_PACKAGE, generated_files
 
-        result.generated = generated_files(result.scripts, config.python_module)
+        result.generated = generated_files(result.scripts, config.python_module, cache.directory)
     result.wrote = write_output(out, result.files)
     if package is not None:
         changed = write_output(package, result.generated, GENERATED_PACKAGE)

@@ -30,6 +30,7 @@ import redis.cluster
 from redis.crc import key_slot
 
 from .linemap import LineMap, error_line
+from .shapes import split_shape
 
 T = TypeVar("T")
 
@@ -265,18 +266,6 @@ def _decoder(shape: str) -> Callable[[object], object]:
 
         return as_tuple
     raise ValueError(f"unknown return shape {shape!r}")
-
-
-def split_shape(shape: str, separator: str) -> list[str]:
-    """Split a return shape at top-level separators only (not inside brackets)."""
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(shape):
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == separator and depth == 0:
-            parts.append(shape[start:index].strip())
-            start = index + 1
-    parts.append(shape[start:].strip())
-    return parts
 
 
 def _as_int(reply: object) -> int:
