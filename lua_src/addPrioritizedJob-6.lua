@@ -21,6 +21,9 @@
 --- @include "includes/enqueue"
 
 local priority = tonumber(ARGV[8])
+if not priority or priority < 1 or priority > 2097151 or priority % 1 ~= 0 then
+  error("priority must be an integer from 1 to 2097151")
+end
 local queue = { prioritized = KEYS[1], pc = KEYS[2], meta = KEYS[3], marker = KEYS[6] }
 local jobId, added = addJob(KEYS[4], addArgs(), { "priority", priority })
 if jobId == -5 then

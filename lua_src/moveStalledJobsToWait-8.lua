@@ -1,8 +1,10 @@
 --- Recovers stalled jobs: active jobs whose worker stopped renewing the lock.
 --- A job is stalled when it was active at the previous run of this script (which marks every
 --- active job in the stalled set), no heartbeat cleared its mark since, and its lock is gone.
---- Below the maximum stalled count it goes back to wait (to the front of the line) with its count
---- incremented; past it, it fails. Every run is one atomic step, so several workers may run it.
+--- Below the maximum stalled count it goes back to wait (paused while the queue is paused), to the
+--- front of the line, with its count incremented; past it, it fails like any failed job (metrics,
+--- removeOnFail, its deduplication id released). Every run is one atomic step, so several
+--- workers may run it.
 --- @key stalled  `emq:{q}:stalled`  the stalled set: the marks of the previous run
 --- @key wait     `emq:{q}:wait`     the wait list
 --- @key active   `emq:{q}:active`   the active list
@@ -15,6 +17,9 @@
 --- @arg now          int  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
 --- @include "includes/prefix"
+--- @include "includes/options"
+--- @include "includes/retention"
+--- @include "includes/dedup"
 --- @include "includes/events"
 --- @include "includes/marker"
 
@@ -30,8 +35,11 @@ for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do
       redis.call("HSET", jobKey, "failedReason", "job stalled more than allowable limit",
         "finishedOn", now)
       redis.call("ZADD", KEYS[4], now, jobId)
+      redis.call("INCR", prefix .. "metrics:failed")
+      releaseDedupId(prefix, jobKey, jobId)
       emitEvent(KEYS[7], KEYS[6], "failed", jobId, "prev", "active", "reason", "stalled")
       failed[#failed + 1] = jobId
+      applyRetention(KEYS[4], prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)
     else
       redis.call("RPUSH", paused and KEYS[5] or KEYS[2], jobId)
       emitEvent(KEYS[7], KEYS[6], "stalled", jobId)

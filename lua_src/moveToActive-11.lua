@@ -19,7 +19,7 @@
 --- @arg limit_max      int     at most this many jobs per limit_duration (0: no limit)
 --- @arg limit_duration int     the rate limiter's window, in milliseconds
 --- @arg concurrency    int     at most this many jobs active in the queue (0: no cap)
---- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds until the rate limiter allows a job (0: nothing to do)
+--- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the concurrency cap)
 --- @include "includes/prefix"
 --- @include "includes/pickup"
 

@@ -2,9 +2,9 @@
 --- Verifies the lock token first, then that the job exists and is active. A completion stores the
 --- return value; a failure stores the reason and stack trace and, while attempts are left, goes
 --- to delayed with a backoff instead of to failed. A finished job is scored by its finish time,
---- counted in the metrics, kept or removed by removeOnComplete / removeOnFail, releases its
---- deduplication id and, when it was the last pending child, moves its parent out of
---- waiting-children.
+--- counted in the metrics, kept or removed by removeOnComplete / removeOnFail, and releases its
+--- deduplication id. A completed child that was its parent's last pending one moves the parent
+--- out of waiting-children; a child that fails for good leaves its parent waiting.
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key active            `emq:{q}:active`            the active list
 --- @key prioritized       `emq:{q}:prioritized`       the prioritized set
@@ -37,9 +37,11 @@
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
 --- @include "includes/prefix"
+--- @include "includes/options"
 --- @include "includes/lock"
 --- @include "includes/backoff"
 --- @include "includes/retention"
+--- @include "includes/dedup"
 --- @include "includes/pickup"
 
 local queue = {
@@ -60,13 +62,14 @@ end
 if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
+-- Read before anything is written: a failure past this point would leave the job nowhere.
+local opts = jobOptions(redis.call("HGET", jobKey, "opts"))
 if redis.call("LREM", queue.active, 1, jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
 redis.call("SREM", queue.stalled, jobId)
 
-local opts = cjson.decode(redis.call("HGET", jobKey, "opts") or "{}")
 local attemptsMade = redis.call("HINCRBY", jobKey, "atm", 1)
 local state = outcome
 
@@ -103,12 +106,12 @@ else
   end
   redis.call("ZADD", KEYS[12], now, jobId)
   redis.call("INCR", KEYS[13])
-  local dedupId = redis.call("HGET", jobKey, "deid")
-  if dedupId and redis.call("GET", queue.prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", queue.prefix .. "de:" .. dedupId)
-  end
+  releaseDedupId(queue.prefix, jobKey, jobId)
   emitEvent(queue.events, queue.meta, outcome, jobId, "prev", "active")
-  local rule = outcome == "completed" and opts.removeOnComplete or opts.removeOnFail
+  local rule = opts.removeOnFail
+  if outcome == "completed" then
+    rule = opts.removeOnComplete
+  end
   applyRetention(KEYS[12], queue.prefix, jobId, rule, now)
 end
 redis.call("XTRIM", queue.events, "MAXLEN", tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000)

@@ -14,7 +14,7 @@ from echomq_scripts.linemap import LineMap, error_line
 from tests.conftest import REPO, copy_fixture, run_build
 
 # Arguments that scripts accept only from a closed set of words.
-NAMED_SAMPLES = {"outcome": "failed", "action": "pause"}
+NAMED_SAMPLES = {"outcome": "failed", "action": "pause", "opts": "{}"}
 ARG_SAMPLES = {
     "string": "x",
     "int": "1000",

@@ -44,7 +44,7 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="d564fbcb2b9a85fe30c91281ae4656eee484ceb3",
+        sha1="5f8c946223d445bb785b9f0501fea6d7bf67ba2f",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -234,7 +234,7 @@ _ADD_PARENT_JOB = Script(
         name="addParentJob",
         script_id="addParentJob-4",
         num_keys=4,
-        sha1="a4083e4159fdb2322021f05a278903383c19efc1",
+        sha1="f788fbc0e4d71dd5d85cb391ab6cd320bbc5e2cc",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -419,7 +419,7 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="8f8ff389cf1f44f46b07aacc460c3994f23b2618",
+        sha1="acac50f10c85560a5d4907c9b3f8a1a874eedf44",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -615,7 +615,7 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="1b064cc5b5c66c177c33fb94ccd2b84681541cc8",
+        sha1="2f6da5d0b75d9e6f6a45495b7ded3cbcff4a5ab2",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -1198,7 +1198,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="4a6c47935718af361f93f1fd7f8d92c664df2863",
+        sha1="e8197f49ae3056fee801802aa521d3481d65d0e2",
         returns="tuple[list[string], list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1260,9 +1260,10 @@ def move_stalled_jobs_to_wait(
 
     A job is stalled when it was active at the previous run of this script (which marks
     every active job in the stalled set), no heartbeat cleared its mark since, and its lock
-    is gone. Below the maximum stalled count it goes back to wait (to the front of the line)
-    with its count incremented; past it, it fails. Every run is one atomic step, so several
-    workers may run it.
+    is gone. Below the maximum stalled count it goes back to wait (paused while the queue is
+    paused), to the front of the line, with its count incremented; past it, it fails like
+    any failed job (metrics, removeOnFail, its deduplication id released). Every run is one
+    atomic step, so several workers may run it.
 
     Args:
         max_stalled (int): how often a job may stall before it fails
@@ -1351,7 +1352,7 @@ _MOVE_TO_ACTIVE = Script(
         name="moveToActive",
         script_id="moveToActive-11",
         num_keys=11,
-        sha1="79b13909dc62d8de9578b9e7295d9c0bed4e38d6",
+        sha1="625c63f868c913481f9851d006b6a8c365d0c73a",
         returns="tuple[string, hash, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1441,7 +1442,8 @@ def move_to_active(
 
     Returns:
         tuple[string, hash, int]: the job's id and fields, or "" and {} and the milliseconds
-        until the rate limiter allows a job (0: nothing to do)
+        until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at
+        the concurrency cap)
     """
     _keys, _args = _move_to_active_call(
         queue,
@@ -1729,7 +1731,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="8cfc274320471b3d830ca641da8c168c43c1f85f",
+        sha1="4af60580a5a061f1b5d26543c6a0faacf1086ae1",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -6),
         package="echomq_scripts.generated",
@@ -1832,8 +1834,9 @@ def move_to_finished(
     stores the return value; a failure stores the reason and stack trace and, while attempts
     are left, goes to delayed with a backoff instead of to failed. A finished job is scored
     by its finish time, counted in the metrics, kept or removed by removeOnComplete /
-    removeOnFail, releases its deduplication id and, when it was the last pending child,
-    moves its parent out of waiting-children.
+    removeOnFail, and releases its deduplication id. A completed child that was its parent's
+    last pending one moves the parent out of waiting-children; a child that fails for good
+    leaves its parent waiting.
 
     Args:
         job_id (string): the job's id
@@ -1977,7 +1980,7 @@ _PAUSE = Script(
         name="pause",
         script_id="pause-5",
         num_keys=5,
-        sha1="962b62d4a13c6e91e018ce57a193218d9bc1df1e",
+        sha1="4a05a64271fcf78256c969b358c8090fb98d0a9e",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",

@@ -28,6 +28,11 @@ end
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
+  local ok, opts = pcall(cjson.decode, args.opts)
+  if not ok or type(opts) ~= "table" then
+    -- Refused before anything is written.
+    error("opts must be a JSON object")
+  end
   if args.dedup_id ~= "" then
     local holder = redis.call("GET", prefix .. "de:" .. args.dedup_id)
     if holder then
@@ -36,7 +41,10 @@ local function addJob(idKey, args, extraFields)
   end
   local jobId = args.job_id
   if jobId == "" then
-    jobId = tostring(redis.call("INCR", idKey))
+    -- A custom id may already hold the next number: skip the numbers taken.
+    repeat
+      jobId = tostring(redis.call("INCR", idKey))
+    until redis.call("EXISTS", prefix .. jobId) == 0
   elseif redis.call("EXISTS", prefix .. jobId) == 1 then
     return jobId, false
   end

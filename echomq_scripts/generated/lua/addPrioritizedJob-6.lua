@@ -30,6 +30,11 @@ end
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
+  local ok, opts = pcall(cjson.decode, args.opts)
+  if not ok or type(opts) ~= "table" then
+    -- Refused before anything is written.
+    error("opts must be a JSON object")
+  end
   if args.dedup_id ~= "" then
     local holder = redis.call("GET", prefix .. "de:" .. args.dedup_id)
     if holder then
@@ -38,7 +43,10 @@ local function addJob(idKey, args, extraFields)
   end
   local jobId = args.job_id
   if jobId == "" then
-    jobId = tostring(redis.call("INCR", idKey))
+    -- A custom id may already hold the next number: skip the numbers taken.
+    repeat
+      jobId = tostring(redis.call("INCR", idKey))
+    until redis.call("EXISTS", prefix .. jobId) == 0
   elseif redis.call("EXISTS", prefix .. jobId) == 1 then
     return jobId, false
   end
@@ -128,6 +136,9 @@ local function enqueueReady(queue, jobId, priority)
 end
 
 local priority = tonumber(ARGV[8])
+if not priority or priority < 1 or priority > 2097151 or priority % 1 ~= 0 then
+  error("priority must be an integer from 1 to 2097151")
+end
 local queue = { prioritized = KEYS[1], pc = KEYS[2], meta = KEYS[3], marker = KEYS[6] }
 local jobId, added = addJob(KEYS[4], addArgs(), { "priority", priority })
 if jobId == -5 then

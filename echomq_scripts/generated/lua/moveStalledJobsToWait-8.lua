@@ -1,8 +1,10 @@
 --- Recovers stalled jobs: active jobs whose worker stopped renewing the lock.
 --- A job is stalled when it was active at the previous run of this script (which marks every
 --- active job in the stalled set), no heartbeat cleared its mark since, and its lock is gone.
---- Below the maximum stalled count it goes back to wait (to the front of the line) with its count
---- incremented; past it, it fails. Every run is one atomic step, so several workers may run it.
+--- Below the maximum stalled count it goes back to wait (paused while the queue is paused), to the
+--- front of the line, with its count incremented; past it, it fails like any failed job (metrics,
+--- removeOnFail, its deduplication id released). Every run is one atomic step, so several
+--- workers may run it.
 --- @key stalled  `emq:{q}:stalled`  the stalled set: the marks of the previous run
 --- @key wait     `emq:{q}:wait`     the wait list
 --- @key active   `emq:{q}:active`   the active list
@@ -18,6 +20,63 @@
 -- from it, so they carry the queue's hash tag and land on its Cluster slot.
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
+end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  local ok, decoded = pcall(cjson.decode, raw or "{}")
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
+-- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
+-- finished, a number N keeps the newest N, { age = seconds, count = N } drops older jobs and
+-- keeps at most N. Removed jobs lose their hash and their companion keys.
+local function removeJobKeys(prefix, jobId)
+  local jobKey = prefix .. jobId
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed")
+end
+
+local function applyRetention(finishedKey, prefix, jobId, rule, now)
+  if rule == nil or rule == false then
+    return
+  end
+  local drop = {}
+  if rule == true then
+    drop = { jobId }
+  else
+    local keep = type(rule) == "number" and rule or rule.count
+    local age = type(rule) == "table" and rule.age or nil
+    if age then
+      local old = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", now - age * 1000)
+      for _, id in ipairs(old) do
+        drop[#drop + 1] = id
+      end
+    end
+    if keep then
+      local excess = redis.call("ZRANGE", finishedKey, 0, -keep - 1)
+      for _, id in ipairs(excess) do
+        drop[#drop + 1] = id
+      end
+    end
+  end
+  for _, id in ipairs(drop) do
+    redis.call("ZREM", finishedKey, id)
+    removeJobKeys(prefix, id)
+  end
+end
+-- Releases the deduplication id a finished job held, unless another job holds it by now.
+local function releaseDedupId(prefix, jobKey, jobId)
+  local dedupId = redis.call("HGET", jobKey, "deid")
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId)
+  end
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
@@ -57,8 +116,11 @@ for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do
       redis.call("HSET", jobKey, "failedReason", "job stalled more than allowable limit",
         "finishedOn", now)
       redis.call("ZADD", KEYS[4], now, jobId)
+      redis.call("INCR", prefix .. "metrics:failed")
+      releaseDedupId(prefix, jobKey, jobId)
       emitEvent(KEYS[7], KEYS[6], "failed", jobId, "prev", "active", "reason", "stalled")
       failed[#failed + 1] = jobId
+      applyRetention(KEYS[4], prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)
     else
       redis.call("RPUSH", paused and KEYS[5] or KEYS[2], jobId)
       emitEvent(KEYS[7], KEYS[6], "stalled", jobId)

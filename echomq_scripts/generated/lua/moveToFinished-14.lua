@@ -2,9 +2,9 @@
 --- Verifies the lock token first, then that the job exists and is active. A completion stores the
 --- return value; a failure stores the reason and stack trace and, while attempts are left, goes
 --- to delayed with a backoff instead of to failed. A finished job is scored by its finish time,
---- counted in the metrics, kept or removed by removeOnComplete / removeOnFail, releases its
---- deduplication id and, when it was the last pending child, moves its parent out of
---- waiting-children.
+--- counted in the metrics, kept or removed by removeOnComplete / removeOnFail, and releases its
+--- deduplication id. A completed child that was its parent's last pending one moves the parent
+--- out of waiting-children; a child that fails for good leaves its parent waiting.
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key active            `emq:{q}:active`            the active list
 --- @key prioritized       `emq:{q}:prioritized`       the prioritized set
@@ -40,6 +40,20 @@
 -- from it, so they carry the queue's hash tag and land on its Cluster slot.
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
+end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  local ok, decoded = pcall(cjson.decode, raw or "{}")
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
 end
 -- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
 -- lock is gone, -6 when another worker holds it).
@@ -93,6 +107,13 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   for _, id in ipairs(drop) do
     redis.call("ZREM", finishedKey, id)
     removeJobKeys(prefix, id)
+  end
+end
+-- Releases the deduplication id a finished job held, unless another job holds it by now.
+local function releaseDedupId(prefix, jobKey, jobId)
+  local dedupId = redis.call("HGET", jobKey, "deid")
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId)
   end
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
@@ -220,13 +241,14 @@ end
 if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
+-- Read before anything is written: a failure past this point would leave the job nowhere.
+local opts = jobOptions(redis.call("HGET", jobKey, "opts"))
 if redis.call("LREM", queue.active, 1, jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
 redis.call("SREM", queue.stalled, jobId)
 
-local opts = cjson.decode(redis.call("HGET", jobKey, "opts") or "{}")
 local attemptsMade = redis.call("HINCRBY", jobKey, "atm", 1)
 local state = outcome
 
@@ -263,12 +285,12 @@ else
   end
   redis.call("ZADD", KEYS[12], now, jobId)
   redis.call("INCR", KEYS[13])
-  local dedupId = redis.call("HGET", jobKey, "deid")
-  if dedupId and redis.call("GET", queue.prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", queue.prefix .. "de:" .. dedupId)
-  end
+  releaseDedupId(queue.prefix, jobKey, jobId)
   emitEvent(queue.events, queue.meta, outcome, jobId, "prev", "active")
-  local rule = outcome == "completed" and opts.removeOnComplete or opts.removeOnFail
+  local rule = opts.removeOnFail
+  if outcome == "completed" then
+    rule = opts.removeOnComplete
+  end
   applyRetention(KEYS[12], queue.prefix, jobId, rule, now)
 end
 redis.call("XTRIM", queue.events, "MAXLEN", tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000)

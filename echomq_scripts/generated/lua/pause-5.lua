@@ -26,7 +26,8 @@ local from, to = KEYS[1], KEYS[2]
 if not pausing then
   from, to = KEYS[2], KEYS[1]
 end
--- Oldest first onto the head of the other list: the order is kept, ahead of anything there.
+-- Oldest first onto the head of the other list: their order is kept, and they run after the
+-- jobs already there (workers take from the tail).
 while redis.call("RPOPLPUSH", from, to) do
 end
 if pausing then
@@ -34,9 +35,8 @@ if pausing then
   redis.call("DEL", KEYS[5])
 else
   redis.call("HDEL", KEYS[3], "paused")
-  if redis.call("LLEN", KEYS[1]) > 0 then
-    redis.call("ZADD", KEYS[5], 0, "next")
-  end
+  -- Wake the workers: prioritized jobs, or delayed ones that fell due, may be waiting too.
+  redis.call("ZADD", KEYS[5], 0, "next")
 end
 emitEvent(KEYS[4], KEYS[3], pausing and "paused" or "resumed", "")
 return 1
