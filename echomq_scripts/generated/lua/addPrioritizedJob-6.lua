@@ -30,8 +30,9 @@ end
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
+  -- An object, not an array: cjson reads both as tables, so the text says which it is.
   local ok, opts = pcall(cjson.decode, args.opts)
-  if not ok or type(opts) ~= "table" then
+  if not ok or type(opts) ~= "table" or not string.match(args.opts, "^%s*{") then
     -- Refused before anything is written.
     error("opts must be a JSON object")
   end

@@ -293,13 +293,14 @@ else
   end
   applyRetention(KEYS[12], queue.prefix, jobId, rule, now)
 end
-redis.call("XTRIM", queue.events, "MAXLEN", tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000)
-
-if ARGV[8] ~= "1" then
-  return { state, "", {}, 0 }
+local nextJob = { "", {}, 0 }
+if ARGV[8] == "1" then
+  local limits = {
+    max = tonumber(ARGV[10]), duration = tonumber(ARGV[11]), concurrency = tonumber(ARGV[12]),
+  }
+  nextJob = pickup(queue, token, ARGV[9], now, limits)
 end
-local limits = {
-  max = tonumber(ARGV[10]), duration = tonumber(ARGV[11]), concurrency = tonumber(ARGV[12]),
-}
-local nextJob = pickup(queue, token, ARGV[9], now, limits)
+-- Trimmed last, so that the next job's events count too.
+local maxEvents = tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000
+redis.call("XTRIM", queue.events, "MAXLEN", maxEvents)
 return { state, nextJob[1], nextJob[2], nextJob[3] }

@@ -1,0 +1,232 @@
+"""The protocol's one-state invariant, and helpers that add jobs with defaults.
+
+A job is always in exactly one of the eight state keys of its queue (`emq:{q}:wait`, ...,
+`emq:{q}:waiting-children`), exactly once, and every id held by those keys has a job hash
+`emq:{q}:<id>`. `assert_one_state` checks both directions and answers each job's state, so a
+test can compare it with what the scripts say. The add helpers run the generated wrappers with
+defaults for what a test does not care about, and check the invariant after every add.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import redis
+
+from echomq_scripts import generated as g
+
+NOW = 1_700_000_000_000
+"""The tests' clock, in milliseconds: the scripts take time from their arguments only."""
+
+LIST_STATES = ("wait", "paused", "active")
+ZSET_STATES = ("delayed", "prioritized", "completed", "failed", "waiting-children")
+STATES = LIST_STATES + ZSET_STATES
+"""The eight states, in the order getCounts-8 answers them."""
+
+# The queue's own keys under emq:{q}: none of them is a job hash.
+QUEUE_KEYS = frozenset(
+    {*STATES, "stalled", "events", "meta", "id", "limiter", "pc", "marker"},
+)
+QUEUE_KEY_PREFIXES = ("metrics:", "de:")
+
+
+def prefix(queue: str) -> str:
+    """The queue's key prefix, hash tag included: `emq:{q}:`."""
+    return f"emq:{{{queue}}}:"
+
+
+def key(queue: str, name: str) -> str:
+    """One of the queue's keys (`key("q", "wait")`) or a job's (`key("q", "7:lock")`)."""
+    return prefix(queue) + name
+
+
+def text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def job_ids(r: redis.Redis, queue: str, names: list[bytes | str]) -> set[str]:
+    """The ids of every job hash among `names`, the queue's key names: each `emq:{q}:<id>` that
+    is not a queue key nor a job's companion key (`:lock`, `:dependencies`, `:processed`)."""
+    start = prefix(queue)
+    candidates = []
+    for raw in names:
+        rest = text(raw)[len(start) :]
+        if rest in QUEUE_KEYS or rest.startswith(QUEUE_KEY_PREFIXES) or ":" in rest:
+            continue
+        candidates.append(rest)
+    if not candidates:
+        return set()
+    pipe = r.pipeline(transaction=False)
+    for job_id in candidates:
+        pipe.type(key(queue, job_id))
+    types = [text(t) for t in pipe.execute()]
+    wrong = {i: t for i, t in zip(candidates, types, strict=True) if t != "hash"}
+    assert not wrong, f"job keys that are not hashes: {wrong}"
+    return set(candidates)
+
+
+def read_queue(r: redis.Redis, queue: str) -> tuple[dict[str, list[str]], set[str]]:
+    """In one MULTI: every state key's members (each key checked to be of its state's type)
+    and the ids of the queue's job hashes."""
+    pipe = r.pipeline(transaction=True)
+    pipe.keys(re.sub(r"([*?[\]\\])", r"\\\1", prefix(queue)) + "*")
+    for state in STATES:
+        pipe.type(key(queue, state))
+    for state in LIST_STATES:
+        pipe.lrange(key(queue, state), 0, -1)
+    for state in ZSET_STATES:
+        pipe.zrange(key(queue, state), 0, -1)
+    replies: list[Any] = pipe.execute()
+    names, types, members = replies[0], replies[1 : len(STATES) + 1], replies[len(STATES) + 1 :]
+    for state, kind in zip(STATES, (text(t) for t in types), strict=True):
+        expected = "list" if state in LIST_STATES else "zset"
+        assert kind in ("none", expected), f"{key(queue, state)} is a {kind}, not a {expected}"
+    found = {state: [text(m) for m in ids] for state, ids in zip(STATES, members, strict=True)}
+    return found, job_ids(r, queue, names)
+
+
+def assert_one_state(r: redis.Redis, queue: str) -> dict[str, str]:
+    """Assert the one-state invariant of `queue`; answer {job id: its state}."""
+    members, hashes = read_queue(r, queue)
+    found: dict[str, list[str]] = {}
+    for state, ids in members.items():
+        for job_id in ids:
+            found.setdefault(job_id, []).append(state)
+    repeated = {job_id: states for job_id, states in found.items() if len(states) != 1}
+    assert not repeated, f"jobs not held exactly once by exactly one state: {repeated}"
+    stateless = sorted(hashes - found.keys())
+    assert not stateless, f"job hashes in no state: {stateless}"
+    ghosts = {job_id: found[job_id][0] for job_id in sorted(found.keys() - hashes)}
+    assert not ghosts, f"ids in a state without a job hash: {ghosts}"
+    return {job_id: states[0] for job_id, states in found.items()}
+
+
+# -- adding jobs with defaults, the invariant checked after each add ------------------------
+
+
+def _opts(opts: Mapping[str, object] | str | None) -> str:
+    """Options as the add scripts take them: a mapping as JSON, a string as it is."""
+    return opts if isinstance(opts, str) else json.dumps(dict(opts or {}))
+
+
+def add_standard(
+    r: redis.Redis,
+    queue: str,
+    *,
+    job_id: str = "",
+    name: str = "job",
+    data: str = "{}",
+    opts: Mapping[str, object] | str | None = None,
+    now: int = NOW,
+    dedup_id: str = "",
+    parent_id: str = "",
+) -> tuple[str, int]:
+    """addStandardJob-6: to wait, or to paused while the queue is paused."""
+    try:
+        return g.add_standard_job(
+            r,
+            queue=queue,
+            job_id=job_id,
+            name=name,
+            data=data,
+            opts=_opts(opts),
+            now=now,
+            dedup_id=dedup_id,
+            parent_id=parent_id,
+        )
+    finally:
+        assert_one_state(r, queue)
+
+
+def add_delayed(
+    r: redis.Redis,
+    queue: str,
+    *,
+    delay: int = 1000,
+    job_id: str = "",
+    name: str = "job",
+    data: str = "{}",
+    opts: Mapping[str, object] | str | None = None,
+    now: int = NOW,
+    dedup_id: str = "",
+    parent_id: str = "",
+) -> tuple[str, int]:
+    """addDelayedJob-5: to delayed, scored by now + delay."""
+    try:
+        return g.add_delayed_job(
+            r,
+            queue=queue,
+            job_id=job_id,
+            name=name,
+            data=data,
+            opts=_opts(opts),
+            now=now,
+            dedup_id=dedup_id,
+            parent_id=parent_id,
+            delay=delay,
+        )
+    finally:
+        assert_one_state(r, queue)
+
+
+def add_prioritized(
+    r: redis.Redis,
+    queue: str,
+    *,
+    priority: int = 1,
+    job_id: str = "",
+    name: str = "job",
+    data: str = "{}",
+    opts: Mapping[str, object] | str | None = None,
+    now: int = NOW,
+    dedup_id: str = "",
+    parent_id: str = "",
+) -> tuple[str, int]:
+    """addPrioritizedJob-6: to prioritized, lower priorities first."""
+    try:
+        return g.add_prioritized_job(
+            r,
+            queue=queue,
+            job_id=job_id,
+            name=name,
+            data=data,
+            opts=_opts(opts),
+            now=now,
+            dedup_id=dedup_id,
+            parent_id=parent_id,
+            priority=priority,
+        )
+    finally:
+        assert_one_state(r, queue)
+
+
+def add_parent(
+    r: redis.Redis,
+    queue: str,
+    *,
+    job_id: str = "",
+    name: str = "parent",
+    data: str = "{}",
+    opts: Mapping[str, object] | str | None = None,
+    now: int = NOW,
+    dedup_id: str = "",
+    parent_id: str = "",
+) -> tuple[str, int]:
+    """addParentJob-4: to waiting-children until its last child completes."""
+    try:
+        return g.add_parent_job(
+            r,
+            queue=queue,
+            job_id=job_id,
+            name=name,
+            data=data,
+            opts=_opts(opts),
+            now=now,
+            dedup_id=dedup_id,
+            parent_id=parent_id,
+        )
+    finally:
+        assert_one_state(r, queue)
