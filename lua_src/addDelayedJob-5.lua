@@ -19,8 +19,8 @@
 --- @include "includes/events"
 --- @include "includes/marker"
 
-local delay = tonumber(ARGV[8])
-local runAt = tonumber(ARGV[5]) + delay
+local delay = numberArg(ARGV[8], "delay")
+local runAt = numberArg(ARGV[5], "now") + delay
 local jobId, added = addJob(KEYS[3], addArgs(), { "delay", delay })
 if jobId == -5 then
   return -5

@@ -17,6 +17,7 @@
 --- @arg now          int  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
 --- @include "includes/prefix"
+--- @include "includes/numbers"
 --- @include "includes/options"
 --- @include "includes/retention"
 --- @include "includes/dedup"
@@ -24,7 +25,7 @@
 --- @include "includes/marker"
 
 local prefix = queuePrefix(KEYS[1])
-local maxStalled, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+local maxStalled, now = numberArg(ARGV[1], "max_stalled"), numberArg(ARGV[2], "now")
 local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
 local recovered, failed = {}, {}
 for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do

@@ -21,6 +21,7 @@
 --- @arg concurrency    int     at most this many jobs active in the queue (0: no cap)
 --- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the concurrency cap)
 --- @include "includes/prefix"
+--- @include "includes/numbers"
 --- @include "includes/pickup"
 
 local queue = {
@@ -29,6 +30,9 @@ local queue = {
   meta = KEYS[9], pc = KEYS[10], marker = KEYS[11], prefix = queuePrefix(KEYS[1]),
 }
 local limits = {
-  max = tonumber(ARGV[4]), duration = tonumber(ARGV[5]), concurrency = tonumber(ARGV[6]),
+  max = numberArg(ARGV[4], "limit_max"),
+  duration = numberArg(ARGV[5], "limit_duration"),
+  concurrency = numberArg(ARGV[6], "concurrency"),
 }
-return pickup(queue, ARGV[1], ARGV[2], tonumber(ARGV[3]), limits)
+local lockDuration, now = numberArg(ARGV[2], "lock_duration"), numberArg(ARGV[3], "now")
+return pickup(queue, ARGV[1], lockDuration, now, limits)

@@ -18,12 +18,14 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
+--- @include "includes/numbers"
 --- @include "includes/lock"
 --- @include "includes/backoff"
 --- @include "includes/events"
 --- @include "includes/marker"
 
-local jobId, now = ARGV[1], tonumber(ARGV[3])
+local jobId, now = ARGV[1], numberArg(ARGV[3], "now")
+local base, jitter = numberArg(ARGV[4], "base"), numberArg(ARGV[5], "jitter")
 local lockState = checkLock(KEYS[8], ARGV[2])
 if lockState ~= 0 then
   return lockState
@@ -37,7 +39,7 @@ end
 redis.call("DEL", KEYS[8])
 redis.call("SREM", KEYS[4], jobId)
 local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", 1)
-local delay = backoffDelay(tonumber(ARGV[4]), attemptsMade, tonumber(ARGV[5]))
+local delay = backoffDelay(base, attemptsMade, jitter)
 redis.call("HSET", KEYS[7], "delay", delay)
 redis.call("ZADD", KEYS[2], now + delay, jobId)
 signalWork(KEYS[6], now + delay)

@@ -37,6 +37,7 @@
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
 --- @include "includes/prefix"
+--- @include "includes/numbers"
 --- @include "includes/options"
 --- @include "includes/lock"
 --- @include "includes/backoff"
@@ -49,7 +50,14 @@ local queue = {
   stalled = KEYS[5], limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8],
   meta = KEYS[9], pc = KEYS[10], marker = KEYS[11], prefix = queuePrefix(KEYS[1]),
 }
-local jobId, token, now, outcome = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local jobId, token, now, outcome = ARGV[1], ARGV[2], numberArg(ARGV[3], "now"), ARGV[4]
+local jitter = numberArg(ARGV[7], "jitter")
+local limits = {
+  max = numberArg(ARGV[10], "limit_max"),
+  duration = numberArg(ARGV[11], "limit_duration"),
+  concurrency = numberArg(ARGV[12], "concurrency"),
+}
+local lockDuration = numberArg(ARGV[9], "lock_duration")
 local jobKey = queue.prefix .. jobId
 if outcome ~= "completed" and outcome ~= "failed" then
   return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
@@ -91,7 +99,7 @@ end
 
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
-  local delay = backoffDelay(base, attemptsMade, tonumber(ARGV[7]))
+  local delay = backoffDelay(base, attemptsMade, jitter)
   redis.call("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6], "delay", delay)
   redis.call("ZADD", queue.delayed, now + delay, jobId)
   signalWork(queue.marker, now + delay)
@@ -116,10 +124,7 @@ else
 end
 local nextJob = { "", {}, 0 }
 if ARGV[8] == "1" then
-  local limits = {
-    max = tonumber(ARGV[10]), duration = tonumber(ARGV[11]), concurrency = tonumber(ARGV[12]),
-  }
-  nextJob = pickup(queue, token, ARGV[9], now, limits)
+  nextJob = pickup(queue, token, lockDuration, now, limits)
 end
 -- Trimmed last, so that the next job's events count too.
 local maxEvents = tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000

@@ -13,6 +13,7 @@ documents gets a test of the documented behaviour, marked xfail(strict=True) wit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -1296,3 +1297,24 @@ def test_lifecycle_to_failed_after_the_last_attempt(q: Queue) -> None:
     assert (job["atm"], job["failedReason"], job["finishedOn"]) == ("2", "two", str(NOW + 1500))
     assert q.metric("failed") == 1
     assert q.take(now=NOW + 10_000) == ("", {}, 0)
+
+
+# == callers that bypass the wrappers =========================================================
+
+
+def test_a_bad_number_from_another_runtime_moves_nothing(q: Queue) -> None:
+    """Scripts read their numbers before writing: a bad one fails the call and moves no job."""
+    q.add("a")
+    q.take_id()
+    retry = next(s for s in g.SCRIPTS if s.spec.name == "moveToDelayed")
+    keys = g.move_to_delayed_keys(q.name, "a")
+    with pytest.raises(LuaError, match="jitter must be a number"):
+        retry.run(q.r, keys, ["a", TOKEN, str(NOW), "1000", ""])
+    assert q.check() == {"a": "active"}
+
+
+@pytest.mark.parametrize("rule", [{"age": None, "count": 1.5}, {"count": "x"}, "soon"])
+def test_a_malformed_retention_rule_keeps_the_job(q: Queue, rule: object) -> None:
+    q.add("a", opts=json.dumps({"removeOnComplete": rule}))
+    assert run_to(q, "completed", "a", NOW) == "completed"
+    assert q.check() == {"a": "completed"}

@@ -1,4 +1,5 @@
 --- @include "prefix"
+--- @include "numbers"
 
 -- Creates a job's hash, the part every add script shares. `args` holds the add scripts' common
 -- arguments: job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id,
@@ -7,6 +8,7 @@
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
+  numberArg(args.now, "now")
   -- An object, not an array: cjson reads both as tables, so the text says which it is.
   local ok, opts = pcall(cjson.decode, args.opts)
   if not ok or type(opts) ~= "table" or not string.match(args.opts, "^%s*{") then

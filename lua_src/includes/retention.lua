@@ -13,9 +13,11 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   local drop = {}
   if rule == true then
     drop = { jobId }
-  else
-    local keep = type(rule) == "number" and rule or rule.count
-    local age = type(rule) == "table" and rule.age or nil
+  elseif type(rule) == "number" or type(rule) == "table" then
+    -- Anything but a number counts as not given: a bad rule must not fail a finished job.
+    local keep = tonumber(type(rule) == "number" and rule or rule.count)
+    local age = type(rule) == "table" and tonumber(rule.age) or nil
+    keep = keep and math.max(math.floor(keep), 0)
     if age then
       local old = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", now - age * 1000)
       for _, id in ipairs(old) do

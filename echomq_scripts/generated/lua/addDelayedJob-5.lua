@@ -20,6 +20,15 @@
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
+-- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
+-- anything, so a caller's mistake never leaves a job half-moved.
+local function numberArg(value, name)
+  local number = tonumber(value)
+  if not number then
+    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  end
+  return number
+end
 
 -- Creates a job's hash, the part every add script shares. `args` holds the add scripts' common
 -- arguments: job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id,
@@ -28,6 +37,7 @@ end
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
+  numberArg(args.now, "now")
   -- An object, not an array: cjson reads both as tables, so the text says which it is.
   local ok, opts = pcall(cjson.decode, args.opts)
   if not ok or type(opts) ~= "table" or not string.match(args.opts, "^%s*{") then
@@ -108,8 +118,8 @@ local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, pau
   end
 end
 
-local delay = tonumber(ARGV[8])
-local runAt = tonumber(ARGV[5]) + delay
+local delay = numberArg(ARGV[8], "delay")
+local runAt = numberArg(ARGV[5], "now") + delay
 local jobId, added = addJob(KEYS[3], addArgs(), { "delay", delay })
 if jobId == -5 then
   return -5

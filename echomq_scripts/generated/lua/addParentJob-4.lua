@@ -19,6 +19,15 @@
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
+-- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
+-- anything, so a caller's mistake never leaves a job half-moved.
+local function numberArg(value, name)
+  local number = tonumber(value)
+  if not number then
+    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  end
+  return number
+end
 
 -- Creates a job's hash, the part every add script shares. `args` holds the add scripts' common
 -- arguments: job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id,
@@ -27,6 +36,7 @@ end
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
+  numberArg(args.now, "now")
   -- An object, not an array: cjson reads both as tables, so the text says which it is.
   local ok, opts = pcall(cjson.decode, args.opts)
   if not ok or type(opts) ~= "table" or not string.match(args.opts, "^%s*{") then

@@ -21,6 +21,15 @@
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
+-- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
+-- anything, so a caller's mistake never leaves a job half-moved.
+local function numberArg(value, name)
+  local number = tonumber(value)
+  if not number then
+    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  end
+  return number
+end
 -- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
 -- script can read them before it writes anything. JSON null reads as absent.
 local function jobOptions(raw)
@@ -50,9 +59,11 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   local drop = {}
   if rule == true then
     drop = { jobId }
-  else
-    local keep = type(rule) == "number" and rule or rule.count
-    local age = type(rule) == "table" and rule.age or nil
+  elseif type(rule) == "number" or type(rule) == "table" then
+    -- Anything but a number counts as not given: a bad rule must not fail a finished job.
+    local keep = tonumber(type(rule) == "number" and rule or rule.count)
+    local age = type(rule) == "table" and tonumber(rule.age) or nil
+    keep = keep and math.max(math.floor(keep), 0)
     if age then
       local old = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", now - age * 1000)
       for _, id in ipairs(old) do
@@ -105,7 +116,7 @@ local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, pau
 end
 
 local prefix = queuePrefix(KEYS[1])
-local maxStalled, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+local maxStalled, now = numberArg(ARGV[1], "max_stalled"), numberArg(ARGV[2], "now")
 local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
 local recovered, failed = {}, {}
 for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do

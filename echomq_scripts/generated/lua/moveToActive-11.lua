@@ -25,6 +25,15 @@
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
+-- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
+-- anything, so a caller's mistake never leaves a job half-moved.
+local function numberArg(value, name)
+  local number = tonumber(value)
+  if not number then
+    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  end
+  return number
+end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
@@ -138,6 +147,9 @@ local queue = {
   meta = KEYS[9], pc = KEYS[10], marker = KEYS[11], prefix = queuePrefix(KEYS[1]),
 }
 local limits = {
-  max = tonumber(ARGV[4]), duration = tonumber(ARGV[5]), concurrency = tonumber(ARGV[6]),
+  max = numberArg(ARGV[4], "limit_max"),
+  duration = numberArg(ARGV[5], "limit_duration"),
+  concurrency = numberArg(ARGV[6], "concurrency"),
 }
-return pickup(queue, ARGV[1], ARGV[2], tonumber(ARGV[3]), limits)
+local lockDuration, now = numberArg(ARGV[2], "lock_duration"), numberArg(ARGV[3], "now")
+return pickup(queue, ARGV[1], lockDuration, now, limits)

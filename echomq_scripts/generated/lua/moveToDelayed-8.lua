@@ -18,6 +18,15 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
+-- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
+-- anything, so a caller's mistake never leaves a job half-moved.
+local function numberArg(value, name)
+  local number = tonumber(value)
+  if not number then
+    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  end
+  return number
+end
 -- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
 -- lock is gone, -6 when another worker holds it).
 local function checkLock(lockKey, token)
@@ -62,7 +71,8 @@ local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, pau
   end
 end
 
-local jobId, now = ARGV[1], tonumber(ARGV[3])
+local jobId, now = ARGV[1], numberArg(ARGV[3], "now")
+local base, jitter = numberArg(ARGV[4], "base"), numberArg(ARGV[5], "jitter")
 local lockState = checkLock(KEYS[8], ARGV[2])
 if lockState ~= 0 then
   return lockState
@@ -76,7 +86,7 @@ end
 redis.call("DEL", KEYS[8])
 redis.call("SREM", KEYS[4], jobId)
 local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", 1)
-local delay = backoffDelay(tonumber(ARGV[4]), attemptsMade, tonumber(ARGV[5]))
+local delay = backoffDelay(base, attemptsMade, jitter)
 redis.call("HSET", KEYS[7], "delay", delay)
 redis.call("ZADD", KEYS[2], now + delay, jobId)
 signalWork(KEYS[6], now + delay)

@@ -41,6 +41,15 @@
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
+-- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
+-- anything, so a caller's mistake never leaves a job half-moved.
+local function numberArg(value, name)
+  local number = tonumber(value)
+  if not number then
+    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  end
+  return number
+end
 -- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
 -- script can read them before it writes anything. JSON null reads as absent.
 local function jobOptions(raw)
@@ -88,9 +97,11 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   local drop = {}
   if rule == true then
     drop = { jobId }
-  else
-    local keep = type(rule) == "number" and rule or rule.count
-    local age = type(rule) == "table" and rule.age or nil
+  elseif type(rule) == "number" or type(rule) == "table" then
+    -- Anything but a number counts as not given: a bad rule must not fail a finished job.
+    local keep = tonumber(type(rule) == "number" and rule or rule.count)
+    local age = type(rule) == "table" and tonumber(rule.age) or nil
+    keep = keep and math.max(math.floor(keep), 0)
     if age then
       local old = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", now - age * 1000)
       for _, id in ipairs(old) do
@@ -228,7 +239,14 @@ local queue = {
   stalled = KEYS[5], limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8],
   meta = KEYS[9], pc = KEYS[10], marker = KEYS[11], prefix = queuePrefix(KEYS[1]),
 }
-local jobId, token, now, outcome = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local jobId, token, now, outcome = ARGV[1], ARGV[2], numberArg(ARGV[3], "now"), ARGV[4]
+local jitter = numberArg(ARGV[7], "jitter")
+local limits = {
+  max = numberArg(ARGV[10], "limit_max"),
+  duration = numberArg(ARGV[11], "limit_duration"),
+  concurrency = numberArg(ARGV[12], "concurrency"),
+}
+local lockDuration = numberArg(ARGV[9], "lock_duration")
 local jobKey = queue.prefix .. jobId
 if outcome ~= "completed" and outcome ~= "failed" then
   return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
@@ -270,7 +288,7 @@ end
 
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
-  local delay = backoffDelay(base, attemptsMade, tonumber(ARGV[7]))
+  local delay = backoffDelay(base, attemptsMade, jitter)
   redis.call("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6], "delay", delay)
   redis.call("ZADD", queue.delayed, now + delay, jobId)
   signalWork(queue.marker, now + delay)
@@ -295,10 +313,7 @@ else
 end
 local nextJob = { "", {}, 0 }
 if ARGV[8] == "1" then
-  local limits = {
-    max = tonumber(ARGV[10]), duration = tonumber(ARGV[11]), concurrency = tonumber(ARGV[12]),
-  }
-  nextJob = pickup(queue, token, ARGV[9], now, limits)
+  nextJob = pickup(queue, token, lockDuration, now, limits)
 end
 -- Trimmed last, so that the next job's events count too.
 local maxEvents = tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000
