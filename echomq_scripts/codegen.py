@@ -267,10 +267,34 @@ class ScriptView:
         return lines
 
 
+_GENERATOR_FILES = ("codegen.py", "naming.py", "shapes.py", "templates")
+_INPUTS_LINE = re.compile(rb"^# inputs: ([0-9a-f]{64})$", re.MULTILINE)
+
+
+def inputs_digest(manifest_bytes: bytes, package: str) -> str:
+    """What the generated package is a function of: the build's manifest (every script's
+    interface, body sha1 and sources), the package's name, and the generator's own code."""
+    digest = hashlib.sha256(manifest_bytes + b"\0" + package.encode() + b"\0")
+    here = Path(__file__).parent
+    for name in _GENERATOR_FILES:
+        paths = sorted((here / name).glob("*.j2")) if name == "templates" else [here / name]
+        for path in paths:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def recorded_inputs(files: dict[str, bytes]) -> str | None:
+    """The inputs digest a generated package's __init__.py records, if any."""
+    match = _INPUTS_LINE.search(files.get("__init__.py", b""))
+    return match[1].decode() if match else None
+
+
 def generated_files(
-    scripts: list[ScriptBuild], package: str, cache_dir: Path | None = None
+    scripts: list[ScriptBuild], package: str, inputs: str, cache_dir: Path | None = None
 ) -> dict[str, bytes]:
-    """Every file of the generated package, by its path inside it.
+    """Every file of the generated package, by its path inside it; `inputs` (from
+    `inputs_digest`) is recorded in __init__.py, so a later build can tell it is current
+    without rendering anything.
 
     With a `cache_dir`, Jinja keeps its compiled templates there: compiling them costs more
     than rendering them.
@@ -313,6 +337,7 @@ def generated_files(
         "exports": sorted(exports, key=_isort_key),
         "all_names": sorted([*exports, "errors"], key=_isort_key),
         "needs_sequence": any(v.has_rest_keys or v.rest_arg for v in views),
+        "inputs": inputs,
     }
     files = {
         name: environment.get_template(f"{name}.j2").render(context).encode("utf-8")

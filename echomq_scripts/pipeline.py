@@ -17,7 +17,7 @@ from .diagnostics import Diagnostic, has_failures
 from .emit import current_files, output_files, write_output
 from .errors import ConfigError
 from .header import parse_header
-from .manifest import ScriptBuild
+from .manifest import ScriptBuild, manifest, to_json_bytes
 from .resolve import resolve
 from .snapshot import Snapshot
 from .sources import SourceTree
@@ -86,15 +86,20 @@ def build(
     result = check(config, cache, snapshot)
     if result.failed(config.strict):
         return result
-    if package is not None:
-        from .codegen import GENERATED_PACKAGE
-
-        current_files(package, GENERATED_PACKAGE)  # refuses a directory not ours, before writing
     result.files = output_files(result.scripts, config.version)
     if package is not None:
-        from .codegen import GENERATED_PACKAGE, generated_files
+        from .codegen import GENERATED_PACKAGE, generated_files, inputs_digest, recorded_inputs
 
-        result.generated = generated_files(result.scripts, config.python_module, cache.directory)
+        present = current_files(package, GENERATED_PACKAGE)  # refuses a directory not ours
+        inputs = inputs_digest(result.files["manifest.json"], config.python_module)
+        if present is not None and recorded_inputs(present) == inputs:
+            # Generated from these very inputs: rendering it again would give these bytes.
+            # (`build --check` renders it all the same, to catch a hand-edited file.)
+            result.generated = present
+        else:
+            result.generated = generated_files(
+                result.scripts, config.python_module, inputs, cache.directory
+            )
     result.wrote = write_output(out, result.files)
     if package is not None:
         changed = write_output(package, result.generated, GENERATED_PACKAGE)
@@ -106,9 +111,11 @@ def stale_generated(config: Config, result: BuildResult) -> list[str]:
     """The files of the generated package that differ from what the checked sources give."""
     if config.python_package is None:
         return []
-    from .codegen import GENERATED_PACKAGE, generated_files
+    from .codegen import GENERATED_PACKAGE, generated_files, inputs_digest
 
-    expected = generated_files(result.scripts, config.python_module)
+    manifest_bytes = to_json_bytes(manifest(result.scripts, config.version))
+    inputs = inputs_digest(manifest_bytes, config.python_module)
+    expected = generated_files(result.scripts, config.python_module, inputs)
     present = current_files(config.python_package, GENERATED_PACKAGE) or {}
     names = sorted(set(expected) | set(present))
     return [n for n in names if expected.get(n) != present.get(n)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -155,3 +156,44 @@ def test_bad_package_settings(tmp_path: Path, settings: str, message: str) -> No
     with pytest.raises(ConfigError, match=message):
         run_build(project / "lua_src", project / "build")
     assert not (project / "build").exists()
+
+
+def test_a_current_package_is_not_rendered_again(tmp_path: Path) -> None:
+    """The package records the digest of its inputs: an unchanged one needs no Jinja at all."""
+    project = tmp_path / "repo"
+    shutil.copytree(REPO / "lua_src", project / "lua_src")
+    shutil.copytree(REPO / "echomq_scripts" / "generated", project / "echomq_scripts" / "generated")
+    shutil.copy(REPO / "pyproject.toml", project)
+    probe = (
+        "import sys\n"
+        "from echomq_scripts.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('jinja2' in sys.modules)"
+    )
+
+    def build() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", probe, "build", "--no-cache"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()[-1]
+
+    assert build() == "False"
+    # A hand edit is not repaired by build (the digest still matches) but fails build --check.
+    scripts = project / "echomq_scripts" / "generated" / "scripts.py"
+    scripts.write_text(scripts.read_text() + "# edited\n")
+    checked = subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", "build", "--check", "--no-cache"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 1
+    assert "generated/scripts.py: out of date" in checked.stderr
+    # A changed script changes the digest: the package is rendered and rewritten.
+    script = project / "lua_src" / "extendLock-2.lua"
+    script.write_text(script.read_text() + "-- changed\n")
+    assert build() == "True"
+    assert not scripts.read_text().endswith("# edited\n")
