@@ -32,7 +32,11 @@ def bundle_name(version: str) -> str:
 
 def output_files(scripts: list[ScriptBuild], version: str) -> dict[str, bytes]:
     """Every file of the build directory, by its '/'-separated path inside it."""
-    files: dict[str, bytes] = {"manifest.json": to_json_bytes(manifest(scripts, version))}
+    files: dict[str, bytes] = {
+        "manifest.json": to_json_bytes(manifest(scripts, version)),
+        # The contract travels with the data: consumers validate manifest.json against it.
+        "manifest.schema.json": (Path(__file__).parent / "manifest.schema.json").read_bytes(),
+    }
     for script in scripts:
         files[script.script_file] = script.body
         files[script.map_file] = to_json_bytes(line_map(script), indent=None)
