@@ -77,6 +77,13 @@ def cli() -> None:
     help="Output directory, replaced as a whole on success.",
 )
 @click.option(
+    "--previous",
+    type=click.Path(path_type=Path, exists=True),
+    default=None,
+    help="The last release (a bundle, a manifest.json or a build directory): fail when the"
+    " version is smaller than the changes since it need.",
+)
+@click.option(
     "--check",
     "check_only",
     is_flag=True,
@@ -90,6 +97,7 @@ def build(
     cache_dir: Path | None,
     no_cache: bool,
     out: Path,
+    previous: Path | None,
     check_only: bool,
 ) -> None:
     """Check every script and write the resolved scripts, line maps, manifest and bundle.
@@ -99,6 +107,7 @@ def build(
         echomq-scripts build --src lua_src --out build
     """
     from .cache import inputs_digest, replay_build, stamp_build
+    from .release import load_manifest
     from .snapshot import take_snapshot
 
     cache_root = _cache_root(cache_dir, no_cache, src, out)
@@ -106,7 +115,8 @@ def build(
     snapshot = take_snapshot(src) if src.is_dir() else None
     settings = f"src={src}\0strict={strict}"  # findings quote --src as it was typed
     digest = None
-    if cache_root is not None and snapshot is not None and not check_only:
+    # A build judged against a previous release always takes the full path.
+    if cache_root is not None and snapshot is not None and not check_only and previous is None:
         digest = inputs_digest(snapshot, src, out, settings)
         stamp = replay_build(cache_root, digest)
         if stamp is not None:
@@ -118,10 +128,11 @@ def build(
     from . import pipeline
 
     config, cache = _setup(src, strict, cache_root)
+    last_release = _run(lambda: load_manifest(previous)) if previous is not None else None
     if check_only:
         result = pipeline.check(config, cache, snapshot)
     else:
-        result = _run(lambda: pipeline.build(config, cache, out, snapshot))
+        result = _run(lambda: pipeline.build(config, cache, out, snapshot, last_release))
     findings = _render(result.diagnostics)
     _print_findings(findings, output_format)
     if result.failed(config.strict):
@@ -142,6 +153,7 @@ def build(
             cache_root is not None
             and snapshot is not None
             and digest is not None
+            and previous is None
             and inputs_digest(snapshot, src, out, settings) == digest
         ):
             outputs = {out: result.files}
@@ -169,6 +181,90 @@ def check(
     result = pipeline.check(config, cache)
     _print_findings(_render(result.diagnostics), output_format)
     sys.exit(1 if result.failed(config.strict) else 0)
+
+
+@cli.command(name="diff")
+@click.argument("old", type=click.Path(path_type=Path, exists=True))
+@click.argument("new", type=click.Path(path_type=Path, exists=True))
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How to print the changes.",
+)
+def diff_command(old: Path, new: Path, output_format: str) -> None:
+    """List what changed between two releases and the smallest version bump that fits.
+
+    OLD and NEW are bundles (.tar.gz), manifest.json files or build directories.
+
+    \b
+    Example:
+        echomq-scripts diff echomq-scripts-0.1.0.tar.gz build/
+    """
+    import json
+
+    from .release import diff, load_manifest
+
+    before, after = _run(lambda: load_manifest(old)), _run(lambda: load_manifest(new))
+    changes = diff(before, after)
+    if output_format == "json":
+        click.echo(json.dumps(changes.to_json(), indent=2))
+        return
+    for label, names in (
+        ("added", changes.added),
+        ("removed", changes.removed),
+        ("changed in body only", changes.body_changed),
+        ("changed in signature", changes.signature_changed),
+    ):
+        click.echo(f"{label}: {', '.join(names) if names else '-'}")
+    click.echo(f"smallest bump: {changes.bump} ({before.get('version')} -> {after.get('version')})")
+
+
+@cli.command()
+@click.option("--redis", "url", required=True, help="The server, e.g. redis://host:6379/0.")
+@click.option(
+    "--release",
+    type=click.Path(path_type=Path, exists=True),
+    default=Path("build"),
+    show_default=True,
+    help="The release: a build directory or a bundle (.tar.gz).",
+)
+@click.option("--load", is_flag=True, help="SCRIPT LOAD the scripts a server is missing.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How to print the report.",
+)
+def verify(url: str, release: Path, load: bool, output_format: str) -> None:
+    """Report which of a release's scripts a server (or every primary of a cluster) has.
+
+    Exit code 1 when a script is missing and --load was not given.
+
+    \b
+    Example:
+        echomq-scripts verify --redis redis://localhost:6379 --release build --load
+    """
+    from .verify import release_scripts, reports_json
+    from .verify import verify as check_servers
+
+    scripts = _run(lambda: release_scripts(release))
+    reports = _run(lambda: check_servers(url, scripts, load))
+    if output_format == "json":
+        click.echo(reports_json(reports))
+    else:
+        for report in reports:
+            for name in report.present:
+                click.echo(f"{report.node} {name}: present")
+            for name in report.missing:
+                state = "loaded" if name in report.loaded else "missing"
+                click.echo(f"{report.node} {name}: {state}")
+    missing = any(set(r.missing) - set(r.loaded) for r in reports)
+    sys.exit(1 if missing else 0)
 
 
 @cli.command()

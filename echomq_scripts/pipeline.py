@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from .analyse import analyse
 from .cache import AnalysisCache
@@ -18,6 +19,7 @@ from .emit import current_files, output_files, write_output
 from .errors import ConfigError
 from .header import parse_header
 from .manifest import ScriptBuild, manifest, to_json_bytes
+from .release import ReleaseDiff, ReleaseError, check_version, diff
 from .resolve import resolve
 from .snapshot import Snapshot
 from .sources import SourceTree
@@ -72,9 +74,17 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
 
 
 def build(
-    config: Config, cache: AnalysisCache, out: Path, snapshot: Snapshot | None = None
+    config: Config,
+    cache: AnalysisCache,
+    out: Path,
+    snapshot: Snapshot | None = None,
+    previous: dict[str, Any] | None = None,
 ) -> BuildResult:
-    """Check the tree (or its `snapshot`) and, when it passes, make `out` hold its build."""
+    """Check the tree (or its `snapshot`) and, when it passes, make `out` hold its build.
+
+    With the `previous` release's manifest, the build also refuses (before writing) a version
+    smaller than the changes since that release need.
+    """
     src, target = config.src.resolve(), out.resolve()
     if src == target or src.is_relative_to(target) or target.is_relative_to(src):
         raise ConfigError(f"--out {out} overlaps the source directory {config.src}")
@@ -86,6 +96,11 @@ def build(
     result = check(config, cache, snapshot)
     if result.failed(config.strict):
         return result
+    if previous is not None:
+        changes = diff(previous, manifest(result.scripts, config.version))
+        problem = check_version(str(previous.get("version", "0.0.0")), config.version, changes.bump)
+        if problem is not None:
+            raise ReleaseError(f"{problem} (since {previous.get('version')}: {_summary(changes)})")
     result.files = output_files(result.scripts, config.version)
     if package is not None:
         from .codegen import GENERATED_PACKAGE, generated_files, inputs_digest, recorded_inputs
@@ -105,6 +120,20 @@ def build(
         changed = write_output(package, result.generated, GENERATED_PACKAGE)
         result.wrote = result.wrote or changed
     return result
+
+
+def _summary(changes: ReleaseDiff) -> str:
+    parts = [
+        f"{label} {', '.join(names)}"
+        for label, names in (
+            ("removed", changes.removed),
+            ("signature changed", changes.signature_changed),
+            ("added", changes.added),
+            ("body changed", changes.body_changed),
+        )
+        if names
+    ]
+    return "; ".join(parts) or "no changes"
 
 
 def stale_generated(config: Config, result: BuildResult) -> list[str]:

@@ -1,0 +1,100 @@
+"""The deploy check: does a server (or every primary of a cluster) have a release's scripts?
+
+Reads the scripts from a build directory or a bundle, asks each server with SCRIPT EXISTS, and
+with `load=True` sends SCRIPT LOAD for the missing ones. Dispatch is by SHA1, so a server that
+has a script's SHA1 has exactly that body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+import redis.cluster
+
+from .release import ReleaseError, load_manifest
+
+
+@dataclass(frozen=True)
+class ScriptBody:
+    name: str
+    sha1: str
+    body: bytes
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    """What one server had, and what was loaded on it."""
+
+    node: str
+    present: tuple[str, ...]
+    missing: tuple[str, ...]
+    loaded: tuple[str, ...]
+
+
+def release_scripts(path: Path) -> list[ScriptBody]:
+    """Every script of a build directory or a bundle, checked against the manifest's SHA1."""
+    manifest = load_manifest(path)
+    files: dict[str, bytes] = {}
+    try:
+        if path.is_dir():
+            files = {s["file"]: (path / s["file"]).read_bytes() for s in manifest["scripts"]}
+        else:
+            with tarfile.open(path) as tar:
+                for member in tar.getmembers():
+                    extracted = tar.extractfile(member)
+                    if extracted is not None and "/" in member.name:
+                        files[member.name.split("/", 1)[1]] = extracted.read()
+    except (OSError, tarfile.TarError) as exc:
+        raise ReleaseError(f"{path}: cannot read the scripts: {exc}") from None
+    scripts = []
+    for entry in manifest["scripts"]:
+        body = files.get(entry["file"])
+        if body is None or hashlib.sha1(body).hexdigest() != entry["sha1"]:
+            raise ReleaseError(f"{path}: {entry['file']} is missing or does not match its sha1")
+        scripts.append(ScriptBody(entry["name"], entry["sha1"], body))
+    return scripts
+
+
+def _servers(url: str) -> list[tuple[str, redis.Redis]]:
+    """A client per server to check: the server of `url`, or every primary of its cluster."""
+    client = redis.Redis.from_url(url)
+    if client.info("cluster").get("cluster_enabled") != 1:
+        return [(url, client)]
+    client.close()
+    cluster = redis.cluster.RedisCluster.from_url(url)
+    primaries = cluster.get_primaries()  # type: ignore[no-untyped-call]
+    return [(node.name, node.redis_connection) for node in primaries]
+
+
+def verify(url: str, scripts: list[ScriptBody], load: bool) -> list[NodeReport]:
+    """SCRIPT EXISTS for every script on every server; SCRIPT LOAD the missing ones if `load`."""
+    reports = []
+    try:
+        for name, client in _servers(url):
+            exists = client.script_exists(*(s.sha1 for s in scripts)) if scripts else []
+            present = tuple(s.name for s, e in zip(scripts, exists, strict=True) if e)
+            missing = tuple(s.name for s, e in zip(scripts, exists, strict=True) if not e)
+            loaded = []
+            if load:
+                for script in scripts:
+                    if script.name in missing and client.script_load(script.body) == script.sha1:
+                        loaded.append(script.name)
+            reports.append(NodeReport(name, present, missing, tuple(loaded)))
+    except (redis.RedisError, ValueError) as exc:
+        raise ReleaseError(f"{url}: {exc}") from None
+    return reports
+
+
+def reports_json(reports: list[NodeReport]) -> str:
+    return json.dumps(
+        [
+            {"node": r.node, "present": r.present, "missing": r.missing, "loaded": r.loaded}
+            for r in reports
+        ],
+        indent=2,
+    )

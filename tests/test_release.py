@@ -1,0 +1,261 @@
+"""Releases: the diff between two, the version check, the deploy check, and two side by side."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import redis
+import redis.cluster
+from click.testing import CliRunner
+
+from echomq_scripts.cli import cli
+from tests.conftest import REPO, run_build
+from tests.redis_cluster import RedisCluster
+from tests.redis_server import RedisServer
+
+
+def release(
+    tmp: Path,
+    name: str,
+    version: str,
+    edit: dict[str, tuple[str, str]] | None = None,
+    package: str | None = None,
+) -> Path:
+    """A copy of this repository's scripts at `version`, edited, built; its project dir."""
+    project = tmp / name
+    shutil.copytree(REPO / "lua_src", project / "lua_src")
+    for file, (old, new) in (edit or {}).items():
+        path = project / "lua_src" / file
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new))
+    settings = f'[project]\nversion = "{version}"\n[tool.echomq-scripts]\n'
+    if package:
+        (project / package).mkdir()
+        (project / package / "__init__.py").write_text('"""Wrappers of one release."""\n')
+        settings += f'python-package = "{package}/generated"\n'
+    (project / "pyproject.toml").write_text(settings)
+    result = run_build(project / "lua_src", project / "build")
+    assert not result.failed(strict=False), result.diagnostics
+    return project
+
+
+def bundle(project: Path) -> Path:
+    (found,) = (project / "build").glob("*.tar.gz")
+    return found
+
+
+def diff(old: Path, new: Path) -> dict[str, object]:
+    done = CliRunner().invoke(cli, ["diff", str(old), str(new), "--format", "json"])
+    assert done.exit_code == 0, done.output
+    return dict(json.loads(done.stdout))
+
+
+BODY_EDIT = {"getCounts-8.lua": ("return {", "-- counted in one step\nreturn {")}
+SIGNATURE_EDIT = {"pause-5.lua": ('"pause" or "resume"', '"pause" or "resume" (changed)')}
+
+
+def test_diff_names_each_kind_of_change_and_the_bump(tmp_path: Path) -> None:
+    base = release(tmp_path, "base", "1.2.3")
+    body = release(tmp_path, "body", "1.2.4", BODY_EDIT)
+    assert diff(bundle(base), bundle(body)) == {
+        "added": [],
+        "removed": [],
+        "bodyChanged": ["getCounts"],
+        "signatureChanged": [],
+        "bump": "patch",
+    }
+    added = release(tmp_path, "added", "1.3.0")
+    (added / "lua_src" / "ping-0.lua").write_text(
+        "--- Answers PONG.\n--- @return status  PONG\nreturn redis.status_reply('PONG')\n"
+    )
+    run_build(added / "lua_src", added / "build")
+    assert diff(base / "build", added / "build")["bump"] == "minor"
+    assert diff(base / "build", added / "build")["added"] == ["ping"]
+    # A new argument type is a new signature; a removed script is too.
+    typed = release(
+        tmp_path,
+        "typed",
+        "2.0.0",
+        {
+            "moveStalledJobsToWait-8.lua": (
+                "--- @arg now          int",
+                "--- @arg now          number",
+            ),
+        },
+    )
+    assert diff(base / "build" / "manifest.json", typed / "build")["signatureChanged"] == [
+        "moveStalledJobsToWait"
+    ]
+    assert diff(added / "build", base / "build") == {
+        "added": [],
+        "removed": ["ping"],
+        "bodyChanged": [],
+        "signatureChanged": [],
+        "bump": "major",
+    }
+    text = CliRunner().invoke(cli, ["diff", str(bundle(base)), str(bundle(body))])
+    assert "changed in body only: getCounts" in text.stdout
+    assert "smallest bump: patch (1.2.3 -> 1.2.4)" in text.stdout
+
+
+def test_build_previous_refuses_a_version_too_small(tmp_path: Path) -> None:
+    base = release(tmp_path, "base", "1.2.3")
+    project = release(tmp_path, "next", "1.2.3", BODY_EDIT)
+    shutil.rmtree(project / "build")
+    args = [
+        "build",
+        "--src",
+        str(project / "lua_src"),
+        "--out",
+        str(project / "build"),
+        "--no-cache",
+        "--previous",
+        str(bundle(base)),
+    ]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 1
+    assert "version 1.2.3 is too small: the changes need a patch bump, 1.2.4 or more" in (
+        refused.stderr
+    )
+    assert "body changed getCounts" in refused.stderr
+    assert not (project / "build").exists()
+    (project / "pyproject.toml").write_text('[project]\nversion = "1.2.4"\n')
+    assert CliRunner().invoke(cli, args).exit_code == 0
+
+
+def test_verify_reports_and_loads_missing_scripts(
+    tmp_path: Path, r: redis.Redis, redis_server: RedisServer
+) -> None:
+    project = release(tmp_path, "v", "1.0.0")
+    url = f"redis://127.0.0.1:{redis_server.port}/0"
+    runner = CliRunner()
+    missing = runner.invoke(cli, ["verify", "--redis", url, "--release", str(bundle(project))])
+    assert missing.exit_code == 1
+    assert f"{url} getCounts: missing" in missing.stdout
+    loaded = runner.invoke(
+        cli, ["verify", "--redis", url, "--release", str(project / "build"), "--load"]
+    )
+    assert loaded.exit_code == 0
+    assert f"{url} getCounts: loaded" in loaded.stdout
+    again = runner.invoke(
+        cli, ["verify", "--redis", url, "--format", "json", "--release", str(bundle(project))]
+    )
+    assert again.exit_code == 0
+    (report,) = json.loads(again.stdout)
+    assert report["missing"] == []
+    assert "moveToFinished" in report["present"]
+    bad = runner.invoke(
+        cli, ["verify", "--redis", "redis://127.0.0.1:1/0", "--release", str(project / "build")]
+    )
+    assert bad.exit_code == 1
+    assert "Traceback" not in bad.output
+
+
+def test_verify_checks_every_primary_of_a_cluster(
+    tmp_path: Path, rc: redis.cluster.RedisCluster, redis_cluster: RedisCluster
+) -> None:
+    project = release(tmp_path, "v", "1.0.0")
+    url = f"redis://127.0.0.1:{redis_cluster.nodes[0].port}"
+    runner = CliRunner()
+    missing = runner.invoke(
+        cli, ["verify", "--redis", url, "--release", str(project / "build"), "--format", "json"]
+    )
+    assert missing.exit_code == 1
+    reports = json.loads(missing.stdout)
+    assert len(reports) == 3
+    assert all(len(report["missing"]) == 12 for report in reports)
+    loaded = runner.invoke(
+        cli,
+        [
+            "verify",
+            "--redis",
+            url,
+            "--release",
+            str(project / "build"),
+            "--load",
+            "--format",
+            "json",
+        ],
+    )
+    assert loaded.exit_code == 0
+    assert (
+        runner.invoke(
+            cli, ["verify", "--redis", url, "--release", str(project / "build")]
+        ).exit_code
+        == 0
+    )
+
+
+@pytest.fixture
+def two_releases(tmp_path: Path) -> Iterator[tuple[ModuleType, ModuleType]]:
+    """Wrappers of two releases whose pickup and heartbeat scripts differ in body."""
+    edits = {
+        "moveToActive-11.lua": ("return pickup(", "-- release two\nreturn pickup("),
+        "extendLock-2.lua": ("return 1\n", "return 1 -- release two\n"),
+    }
+    one = release(tmp_path, "one", "1.0.0", package="emq_release_one")
+    two = release(tmp_path, "two", "1.0.1", edits, package="emq_release_two")
+    sys.path[:0] = [str(one), str(two)]
+    try:
+        yield (
+            importlib.import_module("emq_release_one.generated"),
+            importlib.import_module("emq_release_two.generated"),
+        )
+    finally:
+        sys.path.remove(str(one))
+        sys.path.remove(str(two))
+        for name in [m for m in sys.modules if m.startswith("emq_release_")]:
+            del sys.modules[name]
+
+
+def test_two_releases_run_side_by_side_in_one_redis(
+    two_releases: tuple[ModuleType, ModuleType], r: redis.Redis
+) -> None:
+    one, two = two_releases
+    changed = {s.spec.name for s in two.SCRIPTS} - {
+        s.spec.name for s in two.SCRIPTS if s.sha in {t.sha for t in one.SCRIPTS}
+    }
+    assert changed == {"moveToActive", "extendLock"}
+    now = 1_000
+    common = {"name": "n", "data": "{}", "opts": "{}", "now": now, "dedup_id": "", "parent_id": ""}
+    take = {
+        "lock_duration": 30000,
+        "now": now,
+        "limit_max": 0,
+        "limit_duration": 0,
+        "concurrency": 0,
+    }
+    finish = {
+        "now": now,
+        "outcome": "completed",
+        "result": "1",
+        "stacktrace": "",
+        "jitter": 0.0,
+        "fetch_next": False,
+        "lock_duration": 1,
+        "limit_max": 0,
+        "limit_duration": 0,
+        "concurrency": 0,
+    }
+    for job_id, adder, taker, beater, finisher in (
+        ("a", one, two, one, two),
+        ("b", two, one, two, one),
+    ):
+        adder.add_standard_job(r, queue="mail", job_id=job_id, **common)
+        assert taker.move_to_active(r, queue="mail", token=job_id, **take)[0] == job_id
+        assert beater.extend_lock(r, queue="mail", token=job_id, duration=5000, job_id=job_id) == 1
+        assert finisher.move_to_finished(r, queue="mail", job_id=job_id, token=job_id, **finish)[
+            0
+        ] == ("completed")
+    assert one.get_counts(r, queue="mail") == [0, 0, 0, 0, 0, 2, 0, 0]
+    # Both bodies of each changed script are loaded at once, each under its own SHA1.
+    shas = [s.sha for s in (*one.SCRIPTS, *two.SCRIPTS) if s.spec.name in changed]
+    assert len(set(shas)) == 4
+    assert all(r.script_exists(*shas))
