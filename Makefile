@@ -18,6 +18,7 @@ lint: $(STAMP)
 
 test: $(STAMP)
 	tools/setup.sh redis
+	tools/setup.sh node_packages
 	$(MAKE) lint
 	$(BIN)/echomq-scripts build --check
 	$(BIN)/pytest

@@ -42,7 +42,7 @@ def test_python_dash_m_runs_the_same_cli() -> None:
     assert (done.returncode, done.stdout) == (0, f"echomq-scripts, version {__version__}\n")
 
 
-@pytest.mark.parametrize("command", ["build", "check", "explain"])
+@pytest.mark.parametrize("command", ["build", "check", "explain", "diff", "verify"])
 def test_every_command_has_help_with_an_example(command: str) -> None:
     result = invoke(command, "-h")
     assert result.exit_code == 0

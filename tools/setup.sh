@@ -2,6 +2,7 @@
 # Set-up steps that `make build` and `make test` share; each is safe to run again.
 #   tools/setup.sh venv    create .venv (Python >= 3.11) and install the package with dev tools
 #   tools/setup.sh redis   make sure a redis-server >= 7.0 exists (apt-get when root)
+#   tools/setup.sh node_packages  Node.js and npm (apt-get when root), then tests/node's packages
 set -euo pipefail
 
 root_install() {
@@ -63,6 +64,14 @@ redis() {
       "(Debian 12+/Ubuntu 24.04+: apt-get install redis-server, or set REDIS_SERVER)" >&2
     exit 1
   fi
+}
+
+node_packages() {
+  # The bundle's second runtime in the tests: Node.js with the ioredis that package.json pins.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    root_install "Node.js and npm" nodejs npm
+  fi
+  npm ci --prefix tests/node --no-audit --no-fund --silent
 }
 
 "$@"

@@ -1,0 +1,92 @@
+// Consumes an echomq-scripts bundle exactly as published, in Node.js with ioredis: reads the
+// tarball, checks every body's SHA1 against the manifest, registers every script with
+// defineCommand (numberOfKeys from the manifest), and runs a job through add, pickup and
+// completion against the Redis server on the given port. Prints a JSON report; exits non-zero
+// on any mismatch.
+//
+// usage: node consume.mjs <bundle.tar.gz> <redis port>
+
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
+import Redis from "ioredis";
+
+// The bundle is a tar archive: 512-byte headers, each followed by its file padded to 512 bytes.
+function untar(archive) {
+  const files = new Map();
+  let offset = 0;
+  let longName = null;
+  while (offset + 512 <= archive.length) {
+    const header = archive.subarray(offset, offset + 512);
+    if (header.every((byte) => byte === 0)) break;
+    const field = (start, length) =>
+      header.subarray(start, start + length).toString("utf8").replace(/\0.*$/s, "");
+    const size = parseInt(field(124, 12).trim() || "0", 8);
+    const type = field(156, 1);
+    const prefix = field(345, 155);
+    const name = longName ?? (prefix ? `${prefix}/${field(0, 100)}` : field(0, 100));
+    const body = archive.subarray(offset + 512, offset + 512 + size);
+    longName = null;
+    if (type === "x") {
+      // A pax header: a "path" record names the next entry.
+      const path = body.toString("utf8").match(/\d+ path=(.*)\n/);
+      longName = path ? path[1] : null;
+    } else if (type === "0" || type === "") {
+      files.set(name.split("/").slice(1).join("/"), body);
+    }
+    offset += 512 + Math.ceil(size / 512) * 512;
+  }
+  return files;
+}
+
+const [bundlePath, port] = process.argv.slice(2);
+const files = untar(gunzipSync(readFileSync(bundlePath)));
+const manifest = JSON.parse(files.get("manifest.json").toString("utf8"));
+const redis = new Redis({ host: "127.0.0.1", port: Number(port), lazyConnect: true });
+const report = { version: manifest.version, scripts: 0, sha1Mismatches: [], steps: {} };
+
+try {
+  await redis.connect();
+  for (const script of manifest.scripts) {
+    const body = files.get(script.file);
+    const sha1 = createHash("sha1").update(body).digest("hex");
+    if (sha1 !== script.sha1) report.sha1Mismatches.push(script.name);
+    redis.defineCommand(script.name, { numberOfKeys: script.numKeys, lua: body.toString("utf8") });
+    report.scripts += 1;
+  }
+  // Key strings from the manifest's templates: {q} is the queue, <arg> an argument's value.
+  const keysOf = (name, values) =>
+    manifest.scripts
+      .find((script) => script.name === name)
+      .keys.map((key) =>
+        key.template.replace("{q}", "{node}").replace(/<(\w+)>/g, (_, arg) => values[arg]),
+      );
+  const now = 1000;
+  const [jobId, added] = await redis.addStandardJob(
+    ...keysOf("addStandardJob", {}),
+    "", "email", '{"to":"a@b.c"}', "{}", now, "", "",
+  );
+  report.steps.add = { jobId, added };
+  const [activeId, fields] = await redis.moveToActive(
+    ...keysOf("moveToActive", {}),
+    "node-worker", 30000, now, 0, 0, 0,
+  );
+  report.steps.pickup = { jobId: activeId, name: fields[fields.indexOf("name") + 1] };
+  const values = { outcome: "completed" };
+  const [state] = await redis.moveToFinished(
+    ...keysOf("moveToFinished", values),
+    jobId, "node-worker", now + 5, "completed", '"sent"', "", 0, "0", 30000, 0, 0, 0,
+  );
+  report.steps.finish = { state };
+  report.steps.counts = await redis.getCounts(...keysOf("getCounts", {}));
+} finally {
+  redis.disconnect();
+}
+
+console.log(JSON.stringify(report));
+const ok =
+  report.sha1Mismatches.length === 0 &&
+  report.steps.add.added === 1 &&
+  report.steps.pickup.jobId === report.steps.add.jobId &&
+  report.steps.finish.state === "completed";
+process.exit(ok ? 0 : 1);
