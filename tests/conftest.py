@@ -39,9 +39,9 @@ def redis_server() -> Iterator[RedisServer]:
 
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[RedisCluster]:
-    """A three-primary cluster, started once per session when a test asks for it."""
+    """Three primaries with a replica each, started once per session when a test asks for it."""
     try:
-        cluster = RedisCluster(find_binary()).start()
+        cluster = RedisCluster(find_binary(), replicas=1).start()
     except RedisUnavailable as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI needs a Redis Cluster: {exc}")

@@ -15,8 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import redis
+import redis.cluster
 
 from echomq_scripts import generated as g
+
+# The suites run on one server and on a cluster alike.
+Client = redis.Redis | redis.cluster.RedisCluster
 
 NOW = 1_700_000_000_000
 """The tests' clock, in milliseconds: the scripts take time from their arguments only."""
@@ -68,10 +72,17 @@ def job_ids(r: redis.Redis, queue: str, names: list[bytes | str]) -> set[str]:
     return set(candidates)
 
 
-def read_queue(r: redis.Redis, queue: str) -> tuple[dict[str, list[str]], set[str]]:
+def read_queue(r: Client, queue: str) -> tuple[dict[str, list[str]], set[str]]:
     """In one MULTI: every state key's members (each key checked to be of its state's type)
-    and the ids of the queue's job hashes."""
-    pipe = r.pipeline(transaction=True)
+    and the ids of the queue's job hashes. On a cluster, all of it on the primary that owns the
+    queue's slot (the hash tag puts every key of the queue there)."""
+    server: redis.Redis
+    if isinstance(r, redis.cluster.RedisCluster):
+        node = r.get_node_from_key(prefix(queue) + "wait")  # type: ignore[no-untyped-call]
+        server = node.redis_connection
+    else:
+        server = r
+    pipe = server.pipeline(transaction=True)
     pipe.keys(re.sub(r"([*?[\]\\])", r"\\\1", prefix(queue)) + "*")
     for state in STATES:
         pipe.type(key(queue, state))
@@ -85,10 +96,10 @@ def read_queue(r: redis.Redis, queue: str) -> tuple[dict[str, list[str]], set[st
         expected = "list" if state in LIST_STATES else "zset"
         assert kind in ("none", expected), f"{key(queue, state)} is a {kind}, not a {expected}"
     found = {state: [text(m) for m in ids] for state, ids in zip(STATES, members, strict=True)}
-    return found, job_ids(r, queue, names)
+    return found, job_ids(server, queue, names)
 
 
-def assert_one_state(r: redis.Redis, queue: str) -> dict[str, str]:
+def assert_one_state(r: Client, queue: str) -> dict[str, str]:
     """Assert the one-state invariant of `queue`; answer {job id: its state}."""
     members, hashes = read_queue(r, queue)
     found: dict[str, list[str]] = {}
@@ -113,7 +124,7 @@ def _opts(opts: Mapping[str, object] | str | None) -> str:
 
 
 def add_standard(
-    r: redis.Redis,
+    r: Client,
     queue: str,
     *,
     job_id: str = "",
@@ -142,7 +153,7 @@ def add_standard(
 
 
 def add_delayed(
-    r: redis.Redis,
+    r: Client,
     queue: str,
     *,
     delay: int = 1000,
@@ -173,7 +184,7 @@ def add_delayed(
 
 
 def add_prioritized(
-    r: redis.Redis,
+    r: Client,
     queue: str,
     *,
     priority: int = 1,
@@ -204,7 +215,7 @@ def add_prioritized(
 
 
 def add_parent(
-    r: redis.Redis,
+    r: Client,
     queue: str,
     *,
     job_id: str = "",

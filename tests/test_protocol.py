@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import pytest
 import redis
+import redis.cluster
 
 from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
@@ -26,6 +27,7 @@ from echomq_scripts.runtime import LuaError
 from tests.invariants import (
     NOW,
     STATES,
+    Client,
     add_delayed,
     add_parent,
     add_prioritized,
@@ -44,7 +46,7 @@ RETRY = {"attempts": 3, "backoff": {"delay": 1000}}
 class Queue:
     """One queue driven through the wrappers; every step ends with `check()`."""
 
-    def __init__(self, r: redis.Redis, name: str = "proto") -> None:
+    def __init__(self, r: Client, name: str = "proto") -> None:
         self.r = r
         self.name = name
 
@@ -290,9 +292,11 @@ class Queue:
         return self.r.zscore(self.key("marker"), "next")
 
 
-@pytest.fixture
-def q(r: redis.Redis) -> Queue:
-    queue = Queue(r)
+@pytest.fixture(params=["single", "cluster"])
+def q(request: pytest.FixtureRequest) -> Queue:
+    """The queue on a single server, and the same scenario again on a Redis Cluster."""
+    client: Client = request.getfixturevalue("r" if request.param == "single" else "rc")
+    queue = Queue(client)
     queue.check()
     return queue
 
@@ -1318,3 +1322,26 @@ def test_a_malformed_retention_rule_keeps_the_job(q: Queue, rule: object) -> Non
     q.add("a", opts=json.dumps({"removeOnComplete": rule}))
     assert run_to(q, "completed", "a", NOW) == "completed"
     assert q.check() == {"a": "completed"}
+
+
+def test_queues_on_every_primary_side_by_side(rc: redis.cluster.RedisCluster) -> None:
+    """Several queues at once on a cluster, each on its own slot, interleaved step by step."""
+    names: dict[str, str] = {}
+    number = 0
+    while len(set(names.values())) < 3:
+        name = f"side{number}"
+        node = rc.get_node_from_key(f"emq:{{{name}}}:wait").name  # type: ignore[no-untyped-call]
+        if node not in names.values():
+            names[name] = node
+        number += 1
+    queues = [Queue(rc, name) for name in names]
+    jobs = [queue.add(data=f'{{"queue":"{queue.name}"}}') for queue in queues]
+    taken = [queue.take_id() for queue in queues]
+    assert taken == jobs
+    for queue, job_id in zip(queues, jobs, strict=True):
+        assert queue.extend(job_id, duration=1000) == 1
+    for queue, job_id in zip(reversed(queues), reversed(jobs), strict=True):
+        assert queue.complete(job_id)[0] == "completed"
+    for queue, job_id in zip(queues, jobs, strict=True):
+        assert queue.check() == {job_id: "completed"}
+        assert queue.counts()["completed"] == 1
