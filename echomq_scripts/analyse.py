@@ -63,6 +63,9 @@ class Facts:
     returned_codes: list[tuple[int, int, int]] = field(default_factory=list)  # (code, row, col)
     top_decls: list[TopDecl] = field(default_factory=list)
     top_statement_rows: list[int] = field(default_factory=list)
+    # Each key argument of a redis.call / redis.pcall: (row, col, where its value comes from:
+    # "keys", "argv", "literal" or "unknown").
+    key_args: list[tuple[int, int, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +87,7 @@ class Facts:
             returned_codes=[tuple(x) for x in data["returned_codes"]],
             top_decls=[TopDecl(**d) for d in data["top_decls"]],
             top_statement_rows=list(data["top_statement_rows"]),
+            key_args=[tuple(x) for x in data["key_args"]],
         )
 
 
@@ -176,6 +180,7 @@ class _Walker:
                 param.values.append(argument)
         self.facts.keys = self.table_use("KEYS")
         self.facts.argv = self.table_use("ARGV")
+        self.facts.key_args = self.key_provenance()
         return self.facts
 
     # -- the walk ---------------------------------------------------------------------------
@@ -299,10 +304,12 @@ class _Walker:
                     self.visit(expression, scope)
             self.declare(clause.child_by_field_name("name"), inner, "loop")
         else:
-            for expression in _expressions(_child_of_type(clause, "expression_list")):
+            expressions = _expressions(_child_of_type(clause, "expression_list"))
+            for expression in expressions:
                 self.visit(expression, scope)
             for name in _names(_child_of_type(clause, "variable_list")):
-                self.declare(name, inner, "loop")
+                # What the loop walks is where its variables come from (for key provenance).
+                self.declare(name, inner, "loop").values.extend(expressions[:1])
         body = node.child_by_field_name("body")
         if body is not None:
             self.visit(body, inner)
@@ -471,6 +478,57 @@ class _Walker:
             return
         use.whole.append((point.row, point.column))
 
+    def key_provenance(self) -> list[tuple[int, int, str]]:
+        """Where the key arguments of every redis.call / redis.pcall come from.
+
+        A local is KEYS-derived when any value it is given reads KEYS or a KEYS-derived local
+        (so `prefix .. id`, with `prefix = queuePrefix(KEYS[1])`, is), and ARGV-derived when it
+        is not that but reads ARGV. A key argument that reads nothing KEYS-derived but reads
+        ARGV, or is a bare literal, could name a key on another Cluster slot.
+        """
+        origin: dict[int, str] = {}  # binding id -> "keys" or "argv"
+
+        def reads(node: Any) -> set[str]:
+            found: set[str] = set()
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                if current.type == "identifier" and current.id in self.resolved:
+                    binding = self.resolved[current.id]
+                    if binding is None:
+                        name = current.text.decode("utf-8")
+                        found.add({"KEYS": "keys", "ARGV": "argv"}.get(name, "unknown"))
+                    else:
+                        found.add(origin.get(id(binding), "unknown"))
+                elif current.type in ("string", "number"):
+                    found.add("literal")
+                stack.extend(current.named_children)
+            return found
+
+        for source in ("keys", "argv"):
+            changed = True
+            while changed:
+                changed = False
+                for binding in self.bindings:
+                    if id(binding) in origin:
+                        continue
+                    if any(source in reads(value) for value in binding.values):
+                        origin[id(binding)] = source
+                        changed = True
+
+        result = []
+        for call in self.calls:
+            for argument in _key_positions(call):
+                found = reads(argument)
+                for kind in ("keys", "unknown", "argv", "literal"):
+                    if kind in found:
+                        break
+                else:
+                    kind = "unknown"
+                point = argument.start_point
+                result.append((point.row, point.column, kind))
+        return result
+
     def local_function_params(self, call: Any) -> list[_Binding] | None:
         callee = call.child_by_field_name("name")
         if callee is None or callee.type != "identifier":
@@ -488,6 +546,44 @@ _HANDLERS = {
 }
 _HANDLERS["goto_statement"] = _Walker.v_ignore
 _HANDLERS["label_statement"] = _Walker.v_ignore
+
+
+# Where a command's keys are among its arguments (after the command name): the first one, the
+# first two, or all of them. Commands not listed are not checked.
+_FIRST_KEY = frozenset(
+    "APPEND DECR DECRBY EXPIRE EXPIREAT GET GETDEL GETEX GETSET HDEL HEXISTS HGET HGETALL HINCRBY"
+    " HINCRBYFLOAT HKEYS HLEN HMGET HMSET HSET HSETNX HVALS INCR INCRBY INCRBYFLOAT LINDEX LINSERT"
+    " LLEN LPOP LPOS LPUSH LPUSHX LRANGE LREM LSET LTRIM PERSIST PEXPIRE PEXPIREAT PTTL RPOP RPUSH"
+    " RPUSHX SADD SCARD SET SETEX SETNX SISMEMBER SMEMBERS SMISMEMBER SPOP SRANDMEMBER SREM STRLEN"
+    " TTL TYPE XACK XADD XDEL XLEN XRANGE XREVRANGE XTRIM ZADD ZCARD ZCOUNT ZINCRBY ZMSCORE ZPOPMAX"
+    " ZPOPMIN ZRANGE ZRANGEBYSCORE ZRANK ZREM ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREVRANGE"
+    " ZREVRANGEBYSCORE ZREVRANK ZSCORE".split()
+)
+_FIRST_TWO_KEYS = frozenset("LMOVE RENAME RENAMENX RPOPLPUSH SMOVE COPY".split())
+_ALL_KEYS = frozenset("DEL EXISTS MGET TOUCH UNLINK WATCH SINTER SUNION SDIFF".split())
+
+
+def _key_positions(call: Any) -> list[Any]:
+    """The argument nodes of a redis.call / redis.pcall with a literal command that are keys."""
+    callee = call.child_by_field_name("name")
+    if callee is None or callee.type != "dot_index_expression":
+        return []
+    table, method = callee.child_by_field_name("table"), callee.child_by_field_name("field")
+    if table.text != b"redis" or method.text not in (b"call", b"pcall"):
+        return []
+    arguments = _call_arguments(call)
+    if not arguments or arguments[0].type != "string":
+        return []
+    content = _child_of_type(arguments[0], "string_content")
+    command = content.text.decode("utf-8").upper() if content is not None else ""
+    rest = arguments[1:]
+    if command in _FIRST_KEY:
+        return rest[:1]
+    if command in _FIRST_TWO_KEYS:
+        return rest[:2]
+    if command in _ALL_KEYS:
+        return [a for a in rest if a.type != "function_call"]  # unpack(...) is judged by KEYS
+    return []
 
 
 def _is_local(node: Any) -> bool:

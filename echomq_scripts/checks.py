@@ -94,6 +94,7 @@ def check_script(
         _check_argv(report, header, facts.argv)
         _check_codes(report, header, facts)
     _check_includes(report, facts)
+    _check_key_slots(report, facts)
     return report.out
 
 
@@ -267,6 +268,24 @@ def _check_codes(report: _Reporter, header: Header, facts: Facts) -> None:
                 f"return {code} ({ERROR_CODES[code]}) is not listed in the header;"
                 f" add '--- @error {code} {ERROR_CODES[code]}'",
             )
+
+
+def _check_key_slots(report: _Reporter, facts: Facts) -> None:
+    for row, col, kind in facts.key_args:
+        if kind == "argv":
+            source = "is built from ARGV alone"
+        elif kind == "literal":
+            source = "is a literal"
+        else:
+            continue
+        report.at(
+            row,
+            col,
+            ERROR,
+            "key-slot",
+            f"this key {source}: on a Redis Cluster it may hash to another slot than the"
+            " script's KEYS; pass it in KEYS, or build it from a KEYS value or its prefix",
+        )
 
 
 def _check_includes(report: _Reporter, facts: Facts) -> None:

@@ -45,6 +45,7 @@ CODES: Final[dict[str, str]] = {
     "global-function": "a global function is defined (Redis refuses it at run time)",
     "undefined-global": "a global that Redis's Lua does not provide is read",
     "undefined-field": "a field that a Redis library table does not have is read",
+    "key-slot": "a key is built from ARGV alone or is a literal, so it may live on another slot",
     "code-undeclared": "a returned failure code is not listed in the header",
     "code-unknown": "a returned or declared failure code is not in the closed table -1..-11",
     "unused-local": "a local variable is never read",
