@@ -41,6 +41,9 @@ class RedisCluster:
                     "nodes.conf",
                     "--cluster-node-timeout",
                     "2000",
+                    # Replicas sync at once instead of waiting 5 s for others to join the sync.
+                    "--repl-diskless-sync-delay",
+                    "0",
                 )
                 self.nodes.append(node)
             addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
@@ -76,6 +79,10 @@ class RedisCluster:
                     # redis-py parses the reply into a dict; older versions leave it text.
                     state = info.get("cluster_state") if isinstance(info, dict) else info
                     states.append("ok" in str(state))
+                    # A replica that has not synced yet could not take over from its primary.
+                    replication = client.info("replication")
+                    if replication.get("role") == "slave":
+                        states.append(replication.get("master_link_status") == "up")
             if all(states):
                 return
             time.sleep(0.1)
