@@ -126,6 +126,8 @@ def check_version(old_version: str, new_version: str, bump: str) -> str | None:
         "minor": (old[0], old[1] + 1, 0),
         "major": (old[0] + 1, 0, 0),
     }[bump]
+    if bump == "none" and new < old:
+        return f"version {new_version} is smaller than the previous release's {old_version}"
     if new < needed:
         wanted = ".".join(map(str, needed))
         return (

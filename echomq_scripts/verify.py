@@ -38,6 +38,8 @@ class NodeReport:
 
 def release_scripts(path: Path) -> list[ScriptBody]:
     """Every script of a build directory or a bundle, checked against the manifest's SHA1."""
+    if not path.is_dir() and not path.name.endswith((".tar.gz", ".tgz")):
+        raise ReleaseError(f"{path}: --release takes a build directory or a bundle (.tar.gz)")
     manifest = load_manifest(path)
     files: dict[str, bytes] = {}
     try:
@@ -64,7 +66,8 @@ def _servers(url: str) -> list[tuple[str, redis.Redis]]:
     """A client per server to check: the server of `url`, or every primary of its cluster."""
     client = redis.Redis.from_url(url)
     if client.info("cluster").get("cluster_enabled") != 1:
-        return [(url, client)]
+        options = client.connection_pool.connection_kwargs
+        return [(f"{options.get('host')}:{options.get('port')}", client)]
     client.close()
     cluster = redis.cluster.RedisCluster.from_url(url)
     primaries = cluster.get_primaries()  # type: ignore[no-untyped-call]
