@@ -73,17 +73,19 @@ class RedisCluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             states = []
+            synced = 0
             for node in self.nodes:
                 with node.client(decode_responses=True) as client:
                     info = client.execute_command("CLUSTER INFO")
                     # redis-py parses the reply into a dict; older versions leave it text.
                     state = info.get("cluster_state") if isinstance(info, dict) else info
                     states.append("ok" in str(state))
-                    # A replica that has not synced yet could not take over from its primary.
+                    # A replica that has not synced yet would take over with no data: wait
+                    # until every one of them has its link to its primary up.
                     replication = client.info("replication")
                     if replication.get("role") == "slave":
-                        states.append(replication.get("master_link_status") == "up")
-            if all(states):
+                        synced += replication.get("master_link_status") == "up"
+            if all(states) and synced == self.primaries * self.replicas:
                 return
             time.sleep(0.1)
         raise RedisUnavailable("the cluster did not reach cluster_state:ok")

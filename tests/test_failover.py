@@ -46,10 +46,33 @@ def kill_primary_of(cluster: RedisCluster, client: redis.cluster.RedisCluster, k
     """SIGKILL the primary that owns `key`'s slot; its port."""
     port = int(client.get_node_from_key(key).port)  # type: ignore[no-untyped-call]
     (victim,) = [node for node in cluster.nodes if node.port == port]
+    with victim.client() as primary:
+        # The replica must hold the data to take over with it: WAIT until it has every write
+        # so far. (Writes after this point may still be lost: that is what the test measures.)
+        acked = primary.execute_command("WAIT", 1, 5000)
+        assert acked == 1, f"the replica of :{port} did not acknowledge the writes"
     assert victim.process is not None
     os.kill(victim.process.pid, signal.SIGKILL)
     victim.process.wait()
     return port
+
+
+def describe(cluster: RedisCluster) -> list[str]:
+    """Each live node's role, primary and key count: what a failure message needs."""
+    found = []
+    for node in cluster.nodes:
+        if node.process is None or node.process.poll() is not None:
+            continue
+        with node.client(decode_responses=True) as client:
+            replication = client.info("replication")
+            found.append(
+                f":{node.port} {replication.get('role')} of {replication.get('master_port')}"
+                f" keys={client.dbsize()}"
+            )
+            if client.dbsize() == 0 and replication.get("role") == "master":
+                log = (node.directory / "redis.log").read_text(errors="replace").splitlines()
+                found += [line[:160] for line in log if "ync" in line or "ailover" in line][-12:]
+    return found
 
 
 OUTAGE = (
@@ -128,7 +151,10 @@ def test_no_job_is_lost_or_completed_twice_across_a_failover(
         except ScriptFailed:
             pass  # the job's lock or state went with the old primary; stalled recovery has it
     else:
-        pytest.fail(f"not every job completed in time: {g.get_counts(client, queue=QUEUE)}")
+        pytest.fail(
+            f"not every job completed in time: {g.get_counts(client, queue=QUEUE)};"
+            f" {outages} outages; killed :{killed_port}; nodes: {describe(cluster)}"
+        )
 
     assert killed_port, "the primary was never killed"
     states = assert_one_state(client, QUEUE)
