@@ -25,6 +25,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
 
 
+def _format_option(what: str) -> Callable[[F], F]:
+    """`--format text|json`, printing `what` (findings, changes, a report)."""
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help=f"How to print the {what}.",
+    )
+
+
 def _source_options(func: F) -> F:
     """The options every command that reads sources shares."""
     options = [
@@ -40,14 +52,7 @@ def _source_options(func: F) -> F:
             default=None,
             help="Treat warnings as errors (default: the project's 'strict' setting).",
         ),
-        click.option(
-            "--format",
-            "output_format",
-            type=click.Choice(["text", "json"]),
-            default="text",
-            show_default=True,
-            help="How to print findings.",
-        ),
+        _format_option("findings"),
         click.option(
             "--cache-dir",
             type=click.Path(path_type=Path, file_okay=False),
@@ -186,14 +191,7 @@ def check(
 @cli.command(name="diff")
 @click.argument("old", type=click.Path(path_type=Path, exists=True))
 @click.argument("new", type=click.Path(path_type=Path, exists=True))
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="How to print the changes.",
-)
+@_format_option("changes")
 def diff_command(old: Path, new: Path, output_format: str) -> None:
     """List what changed between two releases and the smallest version bump that fits.
 
@@ -232,14 +230,7 @@ def diff_command(old: Path, new: Path, output_format: str) -> None:
     help="The release: a build directory or a bundle (.tar.gz).",
 )
 @click.option("--load", is_flag=True, help="SCRIPT LOAD the scripts a server is missing.")
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="How to print the report.",
-)
+@_format_option("report")
 def verify(url: str, release: Path, load: bool, output_format: str) -> None:
     """Report which of a release's scripts a server (or every primary of a cluster) has.
 
