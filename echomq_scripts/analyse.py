@@ -518,7 +518,7 @@ class _Walker:
 
         result = []
         for call in self.calls:
-            for argument in _key_positions(call):
+            for argument in _key_positions(call, self.is_redis_call(call)):
                 found = reads(argument)
                 for kind in ("keys", "unknown", "argv", "literal"):
                     if kind in found:
@@ -528,6 +528,22 @@ class _Walker:
                 point = argument.start_point
                 result.append((point.row, point.column, kind))
         return result
+
+    def is_redis_call(self, call: Any) -> bool:
+        """A call of redis.call / redis.pcall, directly or through a local alias of one
+        (`local rcall = redis.call`)."""
+        callee = call.child_by_field_name("name")
+        if callee is None:
+            return False
+        if callee.type == "identifier":
+            binding = self.resolved.get(callee.id)
+            if binding is None or len(binding.values) != 1:
+                return False
+            callee = binding.values[0]
+        if callee.type != "dot_index_expression":
+            return False
+        table, method = callee.child_by_field_name("table"), callee.child_by_field_name("field")
+        return bool(table.text == b"redis" and method.text in (b"call", b"pcall"))
 
     def local_function_params(self, call: Any) -> list[_Binding] | None:
         callee = call.child_by_field_name("name")
@@ -563,13 +579,9 @@ _FIRST_TWO_KEYS = frozenset("LMOVE RENAME RENAMENX RPOPLPUSH SMOVE COPY".split()
 _ALL_KEYS = frozenset("DEL EXISTS MGET TOUCH UNLINK WATCH SINTER SUNION SDIFF".split())
 
 
-def _key_positions(call: Any) -> list[Any]:
+def _key_positions(call: Any, is_redis_call: bool) -> list[Any]:
     """The argument nodes of a redis.call / redis.pcall with a literal command that are keys."""
-    callee = call.child_by_field_name("name")
-    if callee is None or callee.type != "dot_index_expression":
-        return []
-    table, method = callee.child_by_field_name("table"), callee.child_by_field_name("field")
-    if table.text != b"redis" or method.text not in (b"call", b"pcall"):
+    if not is_redis_call:
         return []
     arguments = _call_arguments(call)
     if not arguments or arguments[0].type != "string":
