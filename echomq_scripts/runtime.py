@@ -12,6 +12,7 @@ It imports redis-py and the standard library only: nothing of the build side.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -105,8 +106,6 @@ class NotLoadedError(ScriptError):
 
 # -- arguments ----------------------------------------------------------------------------
 
-_TAG_BREAKERS = re.compile(r"[{}]")
-
 
 def encode_arg(script: str, name: str, kind: str, value: object) -> str | bytes:
     """One argument as Redis receives it, after checking it against the header's type."""
@@ -154,23 +153,38 @@ def encode_arg(script: str, name: str, kind: str, value: object) -> str | bytes:
 def build_key(script: str, template: str, queue: str, values: dict[str, object]) -> str:
     """A key from its header template: `{q}` is the queue, `<arg>` that argument's value."""
     check_name(script, "queue", queue)
+    parts = []
+    for kind, text in _template_parts(template):
+        if kind == "q":
+            parts.append("{" + queue + "}")
+        elif kind == "arg":
+            value = values[text]
+            check_name(script, text, value)
+            parts.append(str(value))
+        else:
+            parts.append(text)
+    return "".join(parts)
 
-    def fill(match: re.Match[str]) -> str:
-        if match[0] == "{q}":
-            return "{" + queue + "}"
-        value = values[match[1]]
-        check_name(script, match[1], value)
-        return str(value)
 
-    # One pass, so that a queue name holding "<x>" is never read as a placeholder.
-    return re.sub(r"\{q\}|<([^>]*)>", fill, template)
+@functools.cache
+def _template_parts(template: str) -> tuple[tuple[str, str], ...]:
+    """A template split once into literal text, `{q}` and `<arg>` parts: filling it is then a
+    join, and a queue name holding "<x>" is never read as a placeholder."""
+    parts: list[tuple[str, str]] = []
+    position = 0
+    for match in re.finditer(r"\{q\}|<([^>]*)>", template):
+        parts.append(("text", template[position : match.start()]))
+        parts.append(("q", "") if match[0] == "{q}" else ("arg", match[1]))
+        position = match.end()
+    parts.append(("text", template[position:]))
+    return tuple(parts)
 
 
 def check_name(script: str, what: str, value: object) -> None:
     """A queue name or id that goes into a key: a non-empty str that cannot break the tag."""
     if not isinstance(value, str) or not value:
         raise ArgumentError(f"{script}: {what} must be a non-empty str, got {value!r:.60}")
-    if _TAG_BREAKERS.search(value):
+    if "{" in value or "}" in value:
         raise ArgumentError(
             f"{script}: {what} {value!r} contains '{{' or '}}', which would break the key's"
             " hash tag"
@@ -202,7 +216,11 @@ def check_sequence(script: str, name: str, values: object) -> Sequence[object]:
 
 def check_one_slot(script: str, keys: Sequence[str | bytes]) -> None:
     """All keys of one call must hash to one Cluster slot, as the queue's hash tag makes them."""
-    slots = {key_slot(k.encode("utf-8") if isinstance(k, str) else k) for k in keys}
+    # Keys with one hash tag share a slot: comparing tags spares a CRC16 per key per call.
+    tags = {_hash_tag(_as_bytes(k)) for k in keys}
+    if len(tags) <= 1:
+        return
+    slots = {key_slot(tag) for tag in tags}
     if len(slots) > 1:
         raise ArgumentError(
             f"{script}: the keys hash to {len(slots)} different Cluster slots; every key of one"
@@ -225,6 +243,7 @@ def decode(shape: str, reply: object) -> object:
     return _decoder(shape)(reply) if shape else reply
 
 
+@functools.cache
 def _decoder(shape: str) -> Callable[[object], object]:
     alternatives = split_shape(shape, "|")
     if len(alternatives) > 1:
@@ -353,7 +372,20 @@ class Script:
 
     def build_keys(self, queue: str, values: dict[str, object]) -> list[str]:
         """The script's keys for `queue`, from its templates and the ids in `values`."""
-        return [build_key(self.spec.script_id, t, queue, values) for t in self.spec.templates]
+        # Each name is checked once per call, not once per key: this runs on every call.
+        check_name(self.spec.script_id, "queue", queue)
+        for name, value in values.items():
+            check_name(self.spec.script_id, name, value)
+        filled = {"q": "{" + queue + "}"}
+        keys = []
+        for template in self.spec.templates:
+            keys.append(
+                "".join(
+                    text if kind == "text" else filled[kind] if kind == "q" else str(values[text])
+                    for kind, text in _template_parts(template)
+                )
+            )
+        return keys
 
     # redis-py's Pipeline.load_scripts() reads `sha` and `script`, and stores what SCRIPT LOAD
     # answered into `sha`: for our bodies that is the same sha1.
@@ -473,6 +505,16 @@ class Script:
 
 def _as_bytes(key: str | bytes) -> bytes:
     return key.encode("utf-8") if isinstance(key, str) else key
+
+
+def _hash_tag(key: bytes) -> bytes:
+    """The part of a key Redis Cluster hashes: the first non-empty {...}, else the whole key."""
+    start = key.find(b"{")
+    if start >= 0:
+        end = key.find(b"}", start + 1)
+        if end > start + 1:
+            return key[start + 1 : end]
+    return key
 
 
 class Pending(Generic[T]):
