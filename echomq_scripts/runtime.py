@@ -150,22 +150,6 @@ def encode_arg(script: str, name: str, kind: str, value: object) -> str | bytes:
     return value
 
 
-def build_key(script: str, template: str, queue: str, values: dict[str, object]) -> str:
-    """A key from its header template: `{q}` is the queue, `<arg>` that argument's value."""
-    check_name(script, "queue", queue)
-    parts = []
-    for kind, text in _template_parts(template):
-        if kind == "q":
-            parts.append("{" + queue + "}")
-        elif kind == "arg":
-            value = values[text]
-            check_name(script, text, value)
-            parts.append(str(value))
-        else:
-            parts.append(text)
-    return "".join(parts)
-
-
 @functools.cache
 def _template_parts(template: str) -> tuple[tuple[str, str], ...]:
     """A template split once into literal text, `{q}` and `<arg>` parts: filling it is then a
