@@ -10,6 +10,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import redis
@@ -25,27 +26,35 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def unavailable(needed: str, problem: str) -> NoReturn:
+    """A test's outside part is missing: that fails the run in CI, and skips the test elsewhere."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI needs {needed}: {problem}")
+    pytest.skip(problem)
+
+
+def start_cluster() -> RedisCluster:
+    """Three primaries with a replica each (or the test's skip or failure, see `unavailable`)."""
+    try:
+        return RedisCluster(find_binary(), replicas=1).start()
+    except RedisUnavailable as exc:
+        unavailable("a Redis Cluster", str(exc))
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     try:
         server = RedisServer(find_binary()).start()
     except RedisUnavailable as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI needs redis-server: {exc}")
-        pytest.skip(str(exc))
+        unavailable("redis-server", str(exc))
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[RedisCluster]:
-    """Three primaries with a replica each, started once per session when a test asks for it."""
-    try:
-        cluster = RedisCluster(find_binary(), replicas=1).start()
-    except RedisUnavailable as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI needs a Redis Cluster: {exc}")
-        pytest.skip(str(exc))
+    """The session's cluster, started once when a test asks for it."""
+    cluster = start_cluster()
     yield cluster
     cluster.stop()
 

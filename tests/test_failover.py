@@ -22,9 +22,9 @@ import redis.exceptions
 
 from echomq_scripts import generated as g
 from echomq_scripts.runtime import ScriptFailed
+from tests.conftest import start_cluster
 from tests.invariants import assert_one_state
 from tests.redis_cluster import RedisCluster
-from tests.redis_server import RedisUnavailable, find_binary
 
 JOBS = 120
 QUEUE = "failover"
@@ -32,12 +32,8 @@ QUEUE = "failover"
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[RedisCluster]:
-    try:
-        started = RedisCluster(find_binary(), replicas=1).start()
-    except RedisUnavailable as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI needs a Redis Cluster: {exc}")
-        pytest.skip(str(exc))
+    """This module's own cluster: the test kills one of its primaries for good."""
+    started = start_cluster()
     yield started
     started.stop()
 
