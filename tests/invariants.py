@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import redis
 import redis.cluster
 
 from echomq_scripts import generated as g
+from echomq_scripts import keys
 
 # The suites run on one server and on a cluster alike.
 Client = redis.Redis | redis.cluster.RedisCluster
@@ -25,21 +26,15 @@ Client = redis.Redis | redis.cluster.RedisCluster
 NOW = 1_700_000_000_000
 """The tests' clock, in milliseconds: the scripts take time from their arguments only."""
 
-LIST_STATES = ("wait", "paused", "active")
-ZSET_STATES = ("delayed", "prioritized", "completed", "failed", "waiting-children")
-STATES = LIST_STATES + ZSET_STATES
+STATES = keys.STATES
 """The eight states, in the order getCounts-8 answers them."""
+LIST_STATES = STATES[:3]
+ZSET_STATES = STATES[3:]
 
 # The queue's own keys under emq:{q}: none of them is a job hash.
-QUEUE_KEYS = frozenset(
-    {*STATES, "stalled", "events", "meta", "id", "limiter", "pc", "marker"},
-)
+QUEUE_KEYS = keys.RESERVED_IDS
 QUEUE_KEY_PREFIXES = ("metrics:", "de:")
-
-
-def prefix(queue: str) -> str:
-    """The queue's key prefix, hash tag included: `emq:{q}:`."""
-    return f"emq:{{{queue}}}:"
+prefix = keys.prefix
 
 
 def key(queue: str, name: str) -> str:
@@ -123,6 +118,20 @@ def _opts(opts: Mapping[str, object] | str | None) -> str:
     return opts if isinstance(opts, str) else json.dumps(dict(opts or {}))
 
 
+def _add(
+    add: Callable[..., tuple[str, int]],
+    r: Client,
+    queue: str,
+    opts: Mapping[str, object] | str | None,
+    **arguments: Any,
+) -> tuple[str, int]:
+    """Run one add wrapper, then check the invariant, also when the add raised."""
+    try:
+        return add(r, queue=queue, opts=_opts(opts), **arguments)
+    finally:
+        assert_one_state(r, queue)
+
+
 def add_standard(
     r: Client,
     queue: str,
@@ -136,20 +145,15 @@ def add_standard(
     parent_id: str = "",
 ) -> tuple[str, int]:
     """addStandardJob-6: to wait, or to paused while the queue is paused."""
-    try:
-        return g.add_standard_job(
-            r,
-            queue=queue,
-            job_id=job_id,
-            name=name,
-            data=data,
-            opts=_opts(opts),
-            now=now,
-            dedup_id=dedup_id,
-            parent_id=parent_id,
-        )
-    finally:
-        assert_one_state(r, queue)
+    common = {
+        "job_id": job_id,
+        "name": name,
+        "data": data,
+        "now": now,
+        "dedup_id": dedup_id,
+        "parent_id": parent_id,
+    }
+    return _add(g.add_standard_job, r, queue, opts, **common)
 
 
 def add_delayed(
@@ -166,21 +170,15 @@ def add_delayed(
     parent_id: str = "",
 ) -> tuple[str, int]:
     """addDelayedJob-5: to delayed, scored by now + delay."""
-    try:
-        return g.add_delayed_job(
-            r,
-            queue=queue,
-            job_id=job_id,
-            name=name,
-            data=data,
-            opts=_opts(opts),
-            now=now,
-            dedup_id=dedup_id,
-            parent_id=parent_id,
-            delay=delay,
-        )
-    finally:
-        assert_one_state(r, queue)
+    common = {
+        "job_id": job_id,
+        "name": name,
+        "data": data,
+        "now": now,
+        "dedup_id": dedup_id,
+        "parent_id": parent_id,
+    }
+    return _add(g.add_delayed_job, r, queue, opts, **common, delay=delay)
 
 
 def add_prioritized(
@@ -197,21 +195,15 @@ def add_prioritized(
     parent_id: str = "",
 ) -> tuple[str, int]:
     """addPrioritizedJob-6: to prioritized, lower priorities first."""
-    try:
-        return g.add_prioritized_job(
-            r,
-            queue=queue,
-            job_id=job_id,
-            name=name,
-            data=data,
-            opts=_opts(opts),
-            now=now,
-            dedup_id=dedup_id,
-            parent_id=parent_id,
-            priority=priority,
-        )
-    finally:
-        assert_one_state(r, queue)
+    common = {
+        "job_id": job_id,
+        "name": name,
+        "data": data,
+        "now": now,
+        "dedup_id": dedup_id,
+        "parent_id": parent_id,
+    }
+    return _add(g.add_prioritized_job, r, queue, opts, **common, priority=priority)
 
 
 def add_parent(
@@ -227,17 +219,12 @@ def add_parent(
     parent_id: str = "",
 ) -> tuple[str, int]:
     """addParentJob-4: to waiting-children until its last child completes."""
-    try:
-        return g.add_parent_job(
-            r,
-            queue=queue,
-            job_id=job_id,
-            name=name,
-            data=data,
-            opts=_opts(opts),
-            now=now,
-            dedup_id=dedup_id,
-            parent_id=parent_id,
-        )
-    finally:
-        assert_one_state(r, queue)
+    common = {
+        "job_id": job_id,
+        "name": name,
+        "data": data,
+        "now": now,
+        "dedup_id": dedup_id,
+        "parent_id": parent_id,
+    }
+    return _add(g.add_parent_job, r, queue, opts, **common)

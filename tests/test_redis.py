@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import redis
 
+from echomq_scripts import keys
 from echomq_scripts.linemap import LineMap, error_line
 from tests.conftest import REPO, copy_fixture, run_build
 
@@ -46,15 +47,14 @@ def test_script_load_returns_the_manifest_sha1_and_evalsha_runs(
     (entry,) = [s for s in manifest["scripts"] if s["file"] == f"scripts/{script_id}.lua"]
     body = (out / entry["file"]).read_bytes()
     assert r.script_load(body) == entry["sha1"]
-    keys = [f"emq:{{q}}:{key['name']}" for key in entry["keys"]]
+    call_keys = [f"emq:{{q}}:{key['name']}" for key in entry["keys"]]
     if entry["keys"] and entry["keys"][0]["template"]:
         values = {a["name"]: NAMED_SAMPLES.get(a["name"], "x") for a in entry["argv"]}
-        keys = [
-            re.sub(r"<(\w+)>", lambda m: values[m[1]], k["template"]).replace("{q}", "{q}")
-            for k in entry["keys"]
+        call_keys = [
+            re.sub(r"<(\w+)>", lambda m: values[m[1]], k["template"]) for k in entry["keys"]
         ]
     args = [NAMED_SAMPLES.get(a["name"], ARG_SAMPLES[a["type"]]) for a in entry["argv"]]
-    reply = r.evalsha(entry["sha1"], entry["numKeys"], *keys, *args)
+    reply = r.evalsha(entry["sha1"], entry["numKeys"], *call_keys, *args)
     # On empty keys each script still answers with a value of its declared shape.
     shape = entry["returns"]["shape"]
     if shape == "int":
@@ -79,32 +79,20 @@ def test_extend_lock_extends_only_for_the_holder(
     assert r.smembers(stalled) == {b"8"}
 
 
-STATE_KEYS = [
-    "wait",
-    "paused",
-    "active",
-    "delayed",
-    "prioritized",
-    "completed",
-    "failed",
-    "waiting-children",
-]
-
-
-@pytest.mark.parametrize("state", STATE_KEYS)
+@pytest.mark.parametrize("state", keys.STATES)
 def test_get_job_state_finds_the_state_holding_the_job(
     state: str, repo_build: tuple[Path, dict[str, Any]], r: redis.Redis
 ) -> None:
     out, _ = repo_build
     get_state = r.register_script((out / "scripts" / "getJobState-8.lua").read_bytes())
-    keys = [f"emq:{{q}}:{name}" for name in STATE_KEYS]
+    state_keys = [keys.state("q", name) for name in keys.STATES]
     key = f"emq:{{q}}:{state}"
     if state in ("wait", "paused", "active"):
         r.rpush(key, "other", "42")
     else:
         r.zadd(key, {"other": 1, "42": 2})
-    assert get_state(keys=keys, args=["42"]) == state.encode()
-    assert get_state(keys=keys, args=["43"]) == b"unknown"
+    assert get_state(keys=state_keys, args=["42"]) == state.encode()
+    assert get_state(keys=state_keys, args=["43"]) == b"unknown"
 
 
 @pytest.fixture
