@@ -92,14 +92,17 @@ def _add_delayed_job_call(
         runtime.encode_arg(_script, "parent_id", "string", parent_id),
         runtime.encode_arg(_script, "delay", "int", delay),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = add_delayed_job_keys(queue)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(add_delayed_job_keys(queue))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 5)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 5)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -279,14 +282,17 @@ def _add_parent_job_call(
         runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
         runtime.encode_arg(_script, "parent_id", "string", parent_id),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = add_parent_job_keys(queue)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(add_parent_job_keys(queue))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 4)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 4)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -468,14 +474,17 @@ def _add_prioritized_job_call(
         runtime.encode_arg(_script, "parent_id", "string", parent_id),
         runtime.encode_arg(_script, "priority", "int", priority),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = add_prioritized_job_keys(queue)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(add_prioritized_job_keys(queue))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 6)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 6)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -662,14 +671,17 @@ def _add_standard_job_call(
         runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
         runtime.encode_arg(_script, "parent_id", "string", parent_id),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = add_standard_job_keys(queue)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(add_standard_job_keys(queue))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 6)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 6)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -831,14 +843,17 @@ def _extend_lock_call(
         runtime.encode_arg(_script, "duration", "int", duration),
         runtime.encode_arg(_script, "job_id", "string", job_id),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = extend_lock_keys(queue, job_id)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(extend_lock_keys(queue, job_id))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 2)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 2)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -980,14 +995,17 @@ def _get_counts_call(
 ) -> tuple[list[str | bytes], list[str | bytes]]:
     _script = "getCounts-8"
     _encoded: list[str | bytes] = []
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = get_counts_keys(queue)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(get_counts_keys(queue))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 8)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -1103,14 +1121,17 @@ def _get_job_state_call(
     _encoded: list[str | bytes] = [
         runtime.encode_arg(_script, "job_id", "string", job_id),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = get_job_state_keys(queue)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(get_job_state_keys(queue))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 8)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -1237,14 +1258,17 @@ def _move_stalled_jobs_to_wait_call(
         runtime.encode_arg(_script, "max_stalled", "int", max_stalled),
         runtime.encode_arg(_script, "now", "int", now),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = move_stalled_jobs_to_wait_keys(queue)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(move_stalled_jobs_to_wait_keys(queue))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 8)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -1402,14 +1426,17 @@ def _move_to_active_call(
         runtime.encode_arg(_script, "limit_duration", "int", limit_duration),
         runtime.encode_arg(_script, "concurrency", "int", concurrency),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = move_to_active_keys(queue)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(move_to_active_keys(queue))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 11)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 11)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -1587,14 +1614,17 @@ def _move_to_delayed_call(
         runtime.encode_arg(_script, "base", "int", base),
         runtime.encode_arg(_script, "jitter", "number", jitter),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = move_to_delayed_keys(queue, job_id)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(move_to_delayed_keys(queue, job_id))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 8)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -1799,14 +1829,17 @@ def _move_to_finished_call(
         runtime.encode_arg(_script, "limit_duration", "int", limit_duration),
         runtime.encode_arg(_script, "concurrency", "int", concurrency),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = move_to_finished_keys(queue, outcome)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(move_to_finished_keys(queue, outcome))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 14)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 14)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
@@ -2014,14 +2047,17 @@ def _pause_call(
     _encoded: list[str | bytes] = [
         runtime.encode_arg(_script, "action", "string", action),
     ]
+    _checked: list[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
-        keys = pause_keys(queue)
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = list(pause_keys(queue))
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
-    _checked = runtime.check_keys(_script, keys, 5)
-    runtime.check_one_slot(_script, _checked)
+    else:
+        _checked = runtime.check_keys(_script, keys, 5)
+        runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
