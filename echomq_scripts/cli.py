@@ -153,12 +153,12 @@ def build(
         state = "wrote" if result.wrote else "up to date:"
         count = len(result.scripts)
         _print_summary(output_format, state, out, count, result.analysed, result.from_cache)
-        # pyproject.toml was read again by the build: stamp only if it held still meanwhile.
+        # A digest exists only where a stamp may be kept (see above). pyproject.toml was read
+        # again by the build: stamp only if it held still meanwhile.
         if (
-            cache_root is not None
+            digest is not None
+            and cache_root is not None
             and snapshot is not None
-            and digest is not None
-            and previous is None
             and inputs_digest(snapshot, src, out, settings) == digest
         ):
             outputs = {out: result.files}
