@@ -336,7 +336,6 @@ def generated_files(
         "generator": f"echomq-scripts {__version__}",
         "exports": sorted(exports, key=_isort_key),
         "all_names": sorted([*exports, "errors"], key=_isort_key),
-        "needs_sequence": any(v.has_rest_keys or v.rest_arg for v in views),
         "inputs": inputs,
     }
     files = {

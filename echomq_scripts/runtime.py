@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from types import MappingProxyType
 from typing import Any, ClassVar, Generic, TypeVar
 
 import redis
@@ -46,7 +47,12 @@ PipelineClient = (
 _SYNC_CLIENTS = (redis.Redis, redis.cluster.RedisCluster)
 _ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster)
 _CLUSTER_PIPELINES = (redis.cluster.ClusterPipeline, redis.asyncio.cluster.ClusterPipeline)
-_PIPELINES = (redis.client.Pipeline, redis.asyncio.client.Pipeline, *_CLUSTER_PIPELINES)
+_PLAIN_PIPELINES = (redis.client.Pipeline, redis.asyncio.client.Pipeline)
+_PIPELINES = (*_PLAIN_PIPELINES, *_CLUSTER_PIPELINES)
+# Client classes (subclasses included) already found acceptable: a call checks a set, not the
+# class hierarchy.
+_CHECKED_SYNC: set[type] = set()
+_CHECKED_ASYNC: set[type] = set()
 
 
 class ScriptError(Exception):
@@ -107,47 +113,81 @@ class NotLoadedError(ScriptError):
 # -- arguments ----------------------------------------------------------------------------
 
 
-def encode_arg(script: str, name: str, kind: str, value: object) -> str | bytes:
-    """One argument as Redis receives it, after checking it against the header's type."""
+# One function per header type: the generated wrapper calls the one its header names, so no
+# call pays for choosing. Each returns the bytes Redis receives; redis-py sends bytes as they
+# are, so a string is encoded once (here, where a lone surrogate can be refused by name).
 
-    def refuse(expected: str) -> ArgumentError:
-        return ArgumentError(
-            f"{script}: argument '{name}' must be {expected}, got {type(value).__name__}"
-            f" {value!r:.60}"
-        )
 
-    if value is None and kind != "json":  # for json, None is null
-        raise ArgumentError(f"{script}: argument '{name}' is required, got None")
-    if kind == "string":
-        if not isinstance(value, str):
-            raise refuse("a str")
+def _refuse(script: str, name: str, expected: str, value: object) -> ArgumentError:
+    if value is None:
+        return ArgumentError(f"{script}: argument '{name}' is required, got None")
+    return ArgumentError(
+        f"{script}: argument '{name}' must be {expected}, got {type(value).__name__} {value!r:.60}"
+    )
+
+
+def string_arg(script: str, name: str, value: object) -> bytes:
+    if isinstance(value, str):
         try:
-            value.encode("utf-8")
+            return value.encode("utf-8")
         except UnicodeEncodeError:
-            raise refuse("a str that UTF-8 can encode (no lone surrogates)") from None
+            expected = "a str that UTF-8 can encode (no lone surrogates)"
+            raise _refuse(script, name, expected, value) from None
+    raise _refuse(script, name, "a str", value)
+
+
+def int_arg(script: str, name: str, value: object) -> bytes:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return b"%d" % value
+    raise _refuse(script, name, "an int", value)
+
+
+def number_arg(script: str, name: str, value: object) -> bytes:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _refuse(script, name, "an int or a float", value)
+    if isinstance(value, int):
+        return b"%d" % value
+    if not math.isfinite(value):
+        raise _refuse(script, name, "a finite number", value)
+    return repr(float(value)).encode("ascii")
+
+
+def bool_arg(script: str, name: str, value: object) -> bytes:
+    if isinstance(value, bool):
+        return b"1" if value else b"0"
+    raise _refuse(script, name, "a bool", value)
+
+
+def json_arg(script: str, name: str, value: object) -> bytes:
+    """Any JSON value; None is null."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise ArgumentError(f"{script}: argument '{name}' is not JSON: {exc}") from None
+
+
+def bytes_arg(script: str, name: str, value: object) -> bytes:
+    if isinstance(value, bytes):
         return value
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise refuse("an int")
-        return str(value)
-    if kind == "number":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise refuse("an int or a float")
-        if not math.isfinite(value):
-            raise refuse("a finite number")
-        return repr(value)
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise refuse("a bool")
-        return "1" if value else "0"
-    if kind == "json":
-        try:
-            return json.dumps(value, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ArgumentError(f"{script}: argument '{name}' is not JSON: {exc}") from None
-    if not isinstance(value, bytes):  # msgpack, bytes
-        raise refuse("bytes")
-    return value
+    raise _refuse(script, name, "bytes", value)
+
+
+msgpack_arg = bytes_arg  # the caller packs: the runtime depends on no msgpack library
+
+ARG_ENCODERS: Mapping[str, Callable[[str, str, object], bytes]] = {
+    "string": string_arg,
+    "int": int_arg,
+    "number": number_arg,
+    "bool": bool_arg,
+    "json": json_arg,
+    "msgpack": msgpack_arg,
+    "bytes": bytes_arg,
+}
+
+
+def encode_arg(script: str, name: str, kind: str, value: object) -> bytes:
+    """One argument as Redis receives it, after checking it against the header's type."""
+    return ARG_ENCODERS[kind](script, name, value)
 
 
 @functools.cache
@@ -265,22 +305,26 @@ def _decoder(shape: str) -> Callable[[object], object]:
             values = _as_list(reply)
             if len(values) != len(items):
                 raise ValueError(f"expected {len(items)} values, got {len(values)}")
-            return tuple(item(value) for item, value in zip(items, values, strict=True))
+            return tuple([item(value) for item, value in zip(items, values, strict=True)])
 
         return as_tuple
     raise ValueError(f"unknown return shape {shape!r}")
 
 
 def _as_int(reply: object) -> int:
+    if type(reply) is int:  # what redis-py gives: the common case first
+        return reply
     if isinstance(reply, bool) or not isinstance(reply, int):
         raise TypeError(f"expected an integer reply, got {reply!r:.60}")
     return reply
 
 
 def _as_str(reply: object) -> str:
-    if not isinstance(reply, str | bytes):
-        raise TypeError(f"expected a string reply, got {reply!r:.60}")
-    return _text(reply)
+    if isinstance(reply, bytes):
+        return reply.decode("utf-8", "surrogateescape")
+    if isinstance(reply, str):
+        return reply
+    raise TypeError(f"expected a string reply, got {reply!r:.60}")
 
 
 def _as_nil(reply: object) -> None:
@@ -298,7 +342,8 @@ def _as_hash(reply: object) -> dict[str, str]:
     values = _as_list(reply)
     if len(values) % 2:
         raise ValueError("a hash reply needs an even number of values")
-    return {_text(k): _text(v) for k, v in zip(values[::2], values[1::2], strict=True)}
+    it = iter(values)
+    return {_text(k): _text(v) for k, v in zip(it, it, strict=True)}
 
 
 # -- scripts ------------------------------------------------------------------------------
@@ -318,6 +363,17 @@ class ScriptSpec:
     templates: tuple[str, ...] = ()  # each key's template, when the header gives them
 
 
+# A queue's keys for one script: every key with the queue filled in, and for each key that
+# names an id, its index and pieces (literal text, or the name of the id to put there).
+_QueueKeys = tuple[tuple[str, ...], tuple[tuple[int, tuple[tuple[bool, str], ...]], ...]]
+_QUEUES_KEPT = 1024
+_NO_IDS: Mapping[str, object] = MappingProxyType({})
+
+
+def _as_is(reply: object) -> object:
+    return reply
+
+
 class Script:
     """One packaged script: its body (checked against its sha1 on first use) and its calls.
 
@@ -331,6 +387,8 @@ class Script:
         self.failures = failures
         self._body: bytes | None = None
         self._line_map: LineMap | None = None
+        self._by_queue: dict[str, _QueueKeys] = {}
+        self._decode = _decoder(spec.returns) if spec.returns else _as_is
 
     @property
     def body(self) -> bytes:
@@ -354,22 +412,44 @@ class Script:
             self._line_map = LineMap.from_json(data)
         return self._line_map
 
-    def build_keys(self, queue: str, values: dict[str, object]) -> list[str]:
-        """The script's keys for `queue`, from its templates and the ids in `values`."""
-        # Each name is checked once per call, not once per key: this runs on every call.
-        check_name(self.spec.script_id, "queue", queue)
-        for name, value in values.items():
-            check_name(self.spec.script_id, name, value)
-        filled = {"q": "{" + queue + "}"}
-        keys = []
-        for template in self.spec.templates:
-            keys.append(
-                "".join(
-                    text if kind == "text" else filled[kind] if kind == "q" else str(values[text])
-                    for kind, text in _template_parts(template)
-                )
-            )
+    def keys_for(self, queue: str, ids: Mapping[str, object] = _NO_IDS) -> list[str]:
+        """The script's keys for `queue`, from its templates and the ids they name."""
+        # Runs on every call: the queue's part of every key is filled once per queue and kept,
+        # so a call only copies the list and fills the keys that name an id.
+        filled = self._by_queue.get(queue)
+        if filled is None:
+            filled = self._fill_queue(queue)
+        fixed, slots = filled
+        keys = list(fixed)
+        if slots:
+            script_id = self.spec.script_id
+            for name, value in ids.items():
+                check_name(script_id, name, value)
+            for index, pieces in slots:
+                keys[index] = "".join([str(ids[t]) if is_id else t for is_id, t in pieces])
         return keys
+
+    def _fill_queue(self, queue: str) -> _QueueKeys:
+        check_name(self.spec.script_id, "queue", queue)
+        tag = "{" + queue + "}"
+        fixed: list[str] = []
+        slots: list[tuple[int, tuple[tuple[bool, str], ...]]] = []
+        for index, template in enumerate(self.spec.templates):
+            pieces: list[tuple[bool, str]] = []
+            for kind, text in _template_parts(template):
+                piece = tag if kind == "q" else text
+                if kind != "arg" and pieces and not pieces[-1][0]:
+                    pieces[-1] = (False, pieces[-1][1] + piece)  # merge adjacent literals
+                else:
+                    pieces.append((kind == "arg", piece))
+            fixed.append("".join(t for _, t in pieces))
+            if any(is_id for is_id, _ in pieces):
+                slots.append((index, tuple(pieces)))
+        if len(self._by_queue) >= _QUEUES_KEPT:
+            self._by_queue.clear()  # a process that names queues without end keeps no more
+        filled = (tuple(fixed), tuple(slots))
+        self._by_queue[queue] = filled
+        return filled
 
     # redis-py's Pipeline.load_scripts() reads `sha` and `script`, and stores what SCRIPT LOAD
     # answered into `sha`: for our bodies that is the same sha1.
@@ -390,12 +470,15 @@ class Script:
         self, client: SyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> Any:
         """EVALSHA on `client`; on NOSCRIPT, SCRIPT LOAD and one retry. The raw reply."""
-        if isinstance(client, _PIPELINES) or not isinstance(client, _SYNC_CLIENTS):
-            raise ArgumentError(
-                f"{self.spec.script_id}: takes a redis.Redis or RedisCluster, got"
-                f" {type(client).__name__} (pipelines: the _pipeline wrapper; asyncio: _async)"
-            )
-        self.body  # noqa: B018 - the first use checks the body before anything is sent
+        if type(client) not in _CHECKED_SYNC:
+            if isinstance(client, _PIPELINES) or not isinstance(client, _SYNC_CLIENTS):
+                raise ArgumentError(
+                    f"{self.spec.script_id}: takes a redis.Redis or RedisCluster, got"
+                    f" {type(client).__name__} (pipelines: the _pipeline wrapper; asyncio: _async)"
+                )
+            _CHECKED_SYNC.add(type(client))
+        if self._body is None:
+            self.body  # noqa: B018 - the first use checks the body before anything is sent
         try:
             try:
                 return client.evalsha(self.spec.sha1, len(keys), *keys, *args)
@@ -409,12 +492,15 @@ class Script:
         self, client: AsyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> Any:
         """`run` for the asyncio clients."""
-        if isinstance(client, _PIPELINES) or not isinstance(client, _ASYNC_CLIENTS):
-            raise ArgumentError(
-                f"{self.spec.script_id}: the _async wrapper takes a redis.asyncio client, got"
-                f" {type(client).__name__}"
-            )
-        self.body  # noqa: B018 - the first use checks the body before anything is sent
+        if type(client) not in _CHECKED_ASYNC:
+            if isinstance(client, _PIPELINES) or not isinstance(client, _ASYNC_CLIENTS):
+                raise ArgumentError(
+                    f"{self.spec.script_id}: the _async wrapper takes a redis.asyncio client,"
+                    f" got {type(client).__name__}"
+                )
+            _CHECKED_ASYNC.add(type(client))
+        if self._body is None:
+            self.body  # noqa: B018 - the first use checks the body before anything is sent
         try:
             try:
                 return await client.evalsha(self.spec.sha1, len(keys), *keys, *args)
@@ -443,19 +529,18 @@ class Script:
             # After WATCH and before MULTI, redis-py runs commands at once instead of queueing.
             raise ArgumentError(f"{script_id}: call pipe.multi() before queueing after WATCH")
         body = self.body
-        if isinstance(pipe, redis.cluster.ClusterPipeline):
-            node = pipe.nodes_manager.get_node_from_slot(
-                key_slot(_as_bytes(keys[0])) if keys else 0
-            )
-            node.redis_connection.script_load(body)
-        elif isinstance(pipe, redis.client.Pipeline | redis.asyncio.client.Pipeline):
+        if isinstance(pipe, _PLAIN_PIPELINES):
             pipe.scripts.add(self)  # type: ignore[arg-type]
-        if isinstance(pipe, _CLUSTER_PIPELINES):
+            pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
+        else:
+            if isinstance(pipe, redis.cluster.ClusterPipeline):
+                node = pipe.nodes_manager.get_node_from_slot(
+                    key_slot(_as_bytes(keys[0])) if keys else 0
+                )
+                node.redis_connection.script_load(body)
             # redis-py blocks the evalsha() method on cluster pipelines, not the command: it
             # routes EVALSHA by its keys like any other.
             pipe.execute_command("EVALSHA", self.spec.sha1, len(keys), *keys, *args)
-        else:
-            pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
         # Every redis-py pipeline's len() is the number of commands queued so far.
         return len(pipe) - 1
 
@@ -480,7 +565,7 @@ class Script:
             if failure is not None:
                 raise failure(self.spec.script_id, job_id)
         try:
-            return decode(self.spec.returns, reply)
+            return self._decode(reply)
         except (TypeError, ValueError) as exc:
             raise ReplyShapeError(
                 f"{self.spec.script_id}: the reply does not fit '{self.spec.returns}': {exc}"

@@ -35,7 +35,12 @@ def repo_copy(destination: Path) -> Path:
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    """Every file under root but Python's bytecode, which importing a package may leave there."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def build_in_subprocess(project: Path, cache: Path, env: dict[str, str]) -> None:

@@ -178,6 +178,21 @@ def test_load_all_warms_every_script(r: redis.Redis, redis_server: RedisServer) 
     assert loaded(r) == ALL_LOADED
 
 
+def test_queue_keys_kept_between_calls_stay_right_and_bounded() -> None:
+    from echomq_scripts import runtime
+    from echomq_scripts.generated.scripts import _EXTEND_LOCK as script
+
+    assert g.extend_lock_keys("mail", "7") == g.ExtendLockKeys(lock=LOCK, stalled=STALLED)
+    # The queue's part is kept after the first call; the id's part is filled on every call.
+    assert g.extend_lock_keys("mail", "8").lock == LOCK.replace(":7:", ":8:")
+    with pytest.raises(ArgumentError, match="contains"):
+        g.extend_lock_keys("mail", "8}")
+    for n in range(runtime._QUEUES_KEPT + 10):
+        assert g.extend_lock_keys(f"q{n}", "1").lock == f"emq:{{q{n}}}:1:lock"
+    assert len(script._by_queue) <= runtime._QUEUES_KEPT
+    assert g.extend_lock_keys("mail", "7").lock == LOCK
+
+
 # -- argument checks ---------------------------------------------------------------------
 
 
@@ -216,15 +231,19 @@ def test_bad_arguments_are_refused_before_anything_is_sent(
 def test_number_and_json_arguments_are_checked_too() -> None:
     from echomq_scripts.runtime import encode_arg
 
-    assert encode_arg("s", "ratio", "number", 0.5) == "0.5"
-    assert encode_arg("s", "flag", "bool", False) == "0"
-    assert encode_arg("s", "opts", "json", {"b": [1, None]}) == '{"b":[1,null]}'
+    assert encode_arg("s", "ratio", "number", 0.5) == b"0.5"
+    assert encode_arg("s", "flag", "bool", False) == b"0"
+    assert encode_arg("s", "opts", "json", {"b": [1, None]}) == b'{"b":[1,null]}'
     with pytest.raises(ArgumentError, match="finite"):
         encode_arg("s", "ratio", "number", float("nan"))
     with pytest.raises(ArgumentError, match="not JSON"):
         encode_arg("s", "opts", "json", {1j})
     with pytest.raises(ArgumentError, match="must be bytes"):
         encode_arg("s", "packed", "msgpack", "text")
+    # Strings go out as UTF-8 bytes, encoded once; one UTF-8 cannot encode is refused by name.
+    assert encode_arg("s", "name", "string", "süß") == "süß".encode()
+    with pytest.raises(ArgumentError, match="argument 'name' must be a str that UTF-8 can encode"):
+        encode_arg("s", "name", "string", "\udc80")
 
 
 # -- generated packages of fixture projects ----------------------------------------------

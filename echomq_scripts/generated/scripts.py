@@ -9,6 +9,7 @@ checked before anything is sent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple, cast
 
 from echomq_scripts import runtime
@@ -64,8 +65,7 @@ def add_delayed_job_keys(
     queue: str,
 ) -> AddDelayedJobKeys:
     """The keys of addDelayedJob-5 for `queue`."""
-    _values: dict[str, object] = {}
-    _built = _ADD_DELAYED_JOB.build_keys(queue, _values)
+    _built = _ADD_DELAYED_JOB.keys_for(queue)
     return AddDelayedJobKeys(*_built)
 
 
@@ -80,24 +80,24 @@ def _add_delayed_job_call(
     dedup_id: str,
     parent_id: str,
     delay: int,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addDelayedJob-5"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "job_id", "string", job_id),
-        runtime.encode_arg(_script, "name", "string", name),
-        runtime.encode_arg(_script, "data", "string", data),
-        runtime.encode_arg(_script, "opts", "string", opts),
-        runtime.encode_arg(_script, "now", "int", now),
-        runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
-        runtime.encode_arg(_script, "parent_id", "string", parent_id),
-        runtime.encode_arg(_script, "delay", "int", delay),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "name", name),
+        runtime.string_arg(_script, "data", data),
+        runtime.string_arg(_script, "opts", opts),
+        runtime.int_arg(_script, "now", now),
+        runtime.string_arg(_script, "dedup_id", dedup_id),
+        runtime.string_arg(_script, "parent_id", parent_id),
+        runtime.int_arg(_script, "delay", delay),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(add_delayed_job_keys(queue))
+        _checked = _ADD_DELAYED_JOB.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -256,8 +256,7 @@ def add_parent_job_keys(
     queue: str,
 ) -> AddParentJobKeys:
     """The keys of addParentJob-4 for `queue`."""
-    _values: dict[str, object] = {}
-    _built = _ADD_PARENT_JOB.build_keys(queue, _values)
+    _built = _ADD_PARENT_JOB.keys_for(queue)
     return AddParentJobKeys(*_built)
 
 
@@ -271,23 +270,23 @@ def _add_parent_job_call(
     now: int,
     dedup_id: str,
     parent_id: str,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addParentJob-4"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "job_id", "string", job_id),
-        runtime.encode_arg(_script, "name", "string", name),
-        runtime.encode_arg(_script, "data", "string", data),
-        runtime.encode_arg(_script, "opts", "string", opts),
-        runtime.encode_arg(_script, "now", "int", now),
-        runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
-        runtime.encode_arg(_script, "parent_id", "string", parent_id),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "name", name),
+        runtime.string_arg(_script, "data", data),
+        runtime.string_arg(_script, "opts", opts),
+        runtime.int_arg(_script, "now", now),
+        runtime.string_arg(_script, "dedup_id", dedup_id),
+        runtime.string_arg(_script, "parent_id", parent_id),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(add_parent_job_keys(queue))
+        _checked = _ADD_PARENT_JOB.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -446,8 +445,7 @@ def add_prioritized_job_keys(
     queue: str,
 ) -> AddPrioritizedJobKeys:
     """The keys of addPrioritizedJob-6 for `queue`."""
-    _values: dict[str, object] = {}
-    _built = _ADD_PRIORITIZED_JOB.build_keys(queue, _values)
+    _built = _ADD_PRIORITIZED_JOB.keys_for(queue)
     return AddPrioritizedJobKeys(*_built)
 
 
@@ -462,24 +460,24 @@ def _add_prioritized_job_call(
     dedup_id: str,
     parent_id: str,
     priority: int,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addPrioritizedJob-6"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "job_id", "string", job_id),
-        runtime.encode_arg(_script, "name", "string", name),
-        runtime.encode_arg(_script, "data", "string", data),
-        runtime.encode_arg(_script, "opts", "string", opts),
-        runtime.encode_arg(_script, "now", "int", now),
-        runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
-        runtime.encode_arg(_script, "parent_id", "string", parent_id),
-        runtime.encode_arg(_script, "priority", "int", priority),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "name", name),
+        runtime.string_arg(_script, "data", data),
+        runtime.string_arg(_script, "opts", opts),
+        runtime.int_arg(_script, "now", now),
+        runtime.string_arg(_script, "dedup_id", dedup_id),
+        runtime.string_arg(_script, "parent_id", parent_id),
+        runtime.int_arg(_script, "priority", priority),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(add_prioritized_job_keys(queue))
+        _checked = _ADD_PRIORITIZED_JOB.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -645,8 +643,7 @@ def add_standard_job_keys(
     queue: str,
 ) -> AddStandardJobKeys:
     """The keys of addStandardJob-6 for `queue`."""
-    _values: dict[str, object] = {}
-    _built = _ADD_STANDARD_JOB.build_keys(queue, _values)
+    _built = _ADD_STANDARD_JOB.keys_for(queue)
     return AddStandardJobKeys(*_built)
 
 
@@ -660,23 +657,23 @@ def _add_standard_job_call(
     now: int,
     dedup_id: str,
     parent_id: str,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addStandardJob-6"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "job_id", "string", job_id),
-        runtime.encode_arg(_script, "name", "string", name),
-        runtime.encode_arg(_script, "data", "string", data),
-        runtime.encode_arg(_script, "opts", "string", opts),
-        runtime.encode_arg(_script, "now", "int", now),
-        runtime.encode_arg(_script, "dedup_id", "string", dedup_id),
-        runtime.encode_arg(_script, "parent_id", "string", parent_id),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "name", name),
+        runtime.string_arg(_script, "data", data),
+        runtime.string_arg(_script, "opts", opts),
+        runtime.int_arg(_script, "now", now),
+        runtime.string_arg(_script, "dedup_id", dedup_id),
+        runtime.string_arg(_script, "parent_id", parent_id),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(add_standard_job_keys(queue))
+        _checked = _ADD_STANDARD_JOB.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -823,10 +820,12 @@ def extend_lock_keys(
     job_id: str,
 ) -> ExtendLockKeys:
     """The keys of extendLock-2 for `queue` and the ids they name."""
-    _values: dict[str, object] = {
-        "job_id": job_id,
-    }
-    _built = _EXTEND_LOCK.build_keys(queue, _values)
+    _built = _EXTEND_LOCK.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
     return ExtendLockKeys(*_built)
 
 
@@ -836,19 +835,24 @@ def _extend_lock_call(
     token: str,
     duration: int,
     job_id: str,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "extendLock-2"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "token", "string", token),
-        runtime.encode_arg(_script, "duration", "int", duration),
-        runtime.encode_arg(_script, "job_id", "string", job_id),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "token", token),
+        runtime.int_arg(_script, "duration", duration),
+        runtime.string_arg(_script, "job_id", job_id),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(extend_lock_keys(queue, job_id))
+        _checked = _EXTEND_LOCK.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -984,23 +988,22 @@ def get_counts_keys(
     queue: str,
 ) -> GetCountsKeys:
     """The keys of getCounts-8 for `queue`."""
-    _values: dict[str, object] = {}
-    _built = _GET_COUNTS.build_keys(queue, _values)
+    _built = _GET_COUNTS.keys_for(queue)
     return GetCountsKeys(*_built)
 
 
 def _get_counts_call(
     queue: str | None,
     keys: GetCountsKeys | None,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "getCounts-8"
-    _encoded: list[str | bytes] = []
-    _checked: list[str | bytes]
+    _encoded: list[bytes] = []
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(get_counts_keys(queue))
+        _checked = _GET_COUNTS.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -1107,8 +1110,7 @@ def get_job_state_keys(
     queue: str,
 ) -> GetJobStateKeys:
     """The keys of getJobState-8 for `queue`."""
-    _values: dict[str, object] = {}
-    _built = _GET_JOB_STATE.build_keys(queue, _values)
+    _built = _GET_JOB_STATE.keys_for(queue)
     return GetJobStateKeys(*_built)
 
 
@@ -1116,17 +1118,17 @@ def _get_job_state_call(
     queue: str | None,
     keys: GetJobStateKeys | None,
     job_id: str,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "getJobState-8"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "job_id", "string", job_id),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "job_id", job_id),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(get_job_state_keys(queue))
+        _checked = _GET_JOB_STATE.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -1242,8 +1244,7 @@ def move_stalled_jobs_to_wait_keys(
     queue: str,
 ) -> MoveStalledJobsToWaitKeys:
     """The keys of moveStalledJobsToWait-8 for `queue`."""
-    _values: dict[str, object] = {}
-    _built = _MOVE_STALLED_JOBS_TO_WAIT.build_keys(queue, _values)
+    _built = _MOVE_STALLED_JOBS_TO_WAIT.keys_for(queue)
     return MoveStalledJobsToWaitKeys(*_built)
 
 
@@ -1252,18 +1253,18 @@ def _move_stalled_jobs_to_wait_call(
     keys: MoveStalledJobsToWaitKeys | None,
     max_stalled: int,
     now: int,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveStalledJobsToWait-8"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "max_stalled", "int", max_stalled),
-        runtime.encode_arg(_script, "now", "int", now),
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "max_stalled", max_stalled),
+        runtime.int_arg(_script, "now", now),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(move_stalled_jobs_to_wait_keys(queue))
+        _checked = _MOVE_STALLED_JOBS_TO_WAIT.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -1402,8 +1403,7 @@ def move_to_active_keys(
     queue: str,
 ) -> MoveToActiveKeys:
     """The keys of moveToActive-11 for `queue`."""
-    _values: dict[str, object] = {}
-    _built = _MOVE_TO_ACTIVE.build_keys(queue, _values)
+    _built = _MOVE_TO_ACTIVE.keys_for(queue)
     return MoveToActiveKeys(*_built)
 
 
@@ -1416,22 +1416,22 @@ def _move_to_active_call(
     limit_max: int,
     limit_duration: int,
     concurrency: int,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToActive-11"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "token", "string", token),
-        runtime.encode_arg(_script, "lock_duration", "int", lock_duration),
-        runtime.encode_arg(_script, "now", "int", now),
-        runtime.encode_arg(_script, "limit_max", "int", limit_max),
-        runtime.encode_arg(_script, "limit_duration", "int", limit_duration),
-        runtime.encode_arg(_script, "concurrency", "int", concurrency),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "token", token),
+        runtime.int_arg(_script, "lock_duration", lock_duration),
+        runtime.int_arg(_script, "now", now),
+        runtime.int_arg(_script, "limit_max", limit_max),
+        runtime.int_arg(_script, "limit_duration", limit_duration),
+        runtime.int_arg(_script, "concurrency", concurrency),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(move_to_active_keys(queue))
+        _checked = _MOVE_TO_ACTIVE.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -1590,10 +1590,12 @@ def move_to_delayed_keys(
     job_id: str,
 ) -> MoveToDelayedKeys:
     """The keys of moveToDelayed-8 for `queue` and the ids they name."""
-    _values: dict[str, object] = {
-        "job_id": job_id,
-    }
-    _built = _MOVE_TO_DELAYED.build_keys(queue, _values)
+    _built = _MOVE_TO_DELAYED.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
     return MoveToDelayedKeys(*_built)
 
 
@@ -1605,21 +1607,26 @@ def _move_to_delayed_call(
     now: int,
     base: int,
     jitter: float,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToDelayed-8"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "job_id", "string", job_id),
-        runtime.encode_arg(_script, "token", "string", token),
-        runtime.encode_arg(_script, "now", "int", now),
-        runtime.encode_arg(_script, "base", "int", base),
-        runtime.encode_arg(_script, "jitter", "number", jitter),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "token", token),
+        runtime.int_arg(_script, "now", now),
+        runtime.int_arg(_script, "base", base),
+        runtime.number_arg(_script, "jitter", jitter),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(move_to_delayed_keys(queue, job_id))
+        _checked = _MOVE_TO_DELAYED.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -1791,10 +1798,12 @@ def move_to_finished_keys(
     outcome: str,
 ) -> MoveToFinishedKeys:
     """The keys of moveToFinished-14 for `queue` and the ids they name."""
-    _values: dict[str, object] = {
-        "outcome": outcome,
-    }
-    _built = _MOVE_TO_FINISHED.build_keys(queue, _values)
+    _built = _MOVE_TO_FINISHED.keys_for(
+        queue,
+        {
+            "outcome": outcome,
+        },
+    )
     return MoveToFinishedKeys(*_built)
 
 
@@ -1813,28 +1822,33 @@ def _move_to_finished_call(
     limit_max: int,
     limit_duration: int,
     concurrency: int,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToFinished-14"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "job_id", "string", job_id),
-        runtime.encode_arg(_script, "token", "string", token),
-        runtime.encode_arg(_script, "now", "int", now),
-        runtime.encode_arg(_script, "outcome", "string", outcome),
-        runtime.encode_arg(_script, "result", "string", result),
-        runtime.encode_arg(_script, "stacktrace", "string", stacktrace),
-        runtime.encode_arg(_script, "jitter", "number", jitter),
-        runtime.encode_arg(_script, "fetch_next", "bool", fetch_next),
-        runtime.encode_arg(_script, "lock_duration", "int", lock_duration),
-        runtime.encode_arg(_script, "limit_max", "int", limit_max),
-        runtime.encode_arg(_script, "limit_duration", "int", limit_duration),
-        runtime.encode_arg(_script, "concurrency", "int", concurrency),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "token", token),
+        runtime.int_arg(_script, "now", now),
+        runtime.string_arg(_script, "outcome", outcome),
+        runtime.string_arg(_script, "result", result),
+        runtime.string_arg(_script, "stacktrace", stacktrace),
+        runtime.number_arg(_script, "jitter", jitter),
+        runtime.bool_arg(_script, "fetch_next", fetch_next),
+        runtime.int_arg(_script, "lock_duration", lock_duration),
+        runtime.int_arg(_script, "limit_max", limit_max),
+        runtime.int_arg(_script, "limit_duration", limit_duration),
+        runtime.int_arg(_script, "concurrency", concurrency),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(move_to_finished_keys(queue, outcome))
+        _checked = _MOVE_TO_FINISHED.keys_for(
+            queue,
+            {
+                "outcome": outcome,
+            },
+        )
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
@@ -2033,8 +2047,7 @@ def pause_keys(
     queue: str,
 ) -> PauseKeys:
     """The keys of pause-5 for `queue`."""
-    _values: dict[str, object] = {}
-    _built = _PAUSE.build_keys(queue, _values)
+    _built = _PAUSE.keys_for(queue)
     return PauseKeys(*_built)
 
 
@@ -2042,17 +2055,17 @@ def _pause_call(
     queue: str | None,
     keys: PauseKeys | None,
     action: str,
-) -> tuple[list[str | bytes], list[str | bytes]]:
+) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "pause-5"
-    _encoded: list[str | bytes] = [
-        runtime.encode_arg(_script, "action", "string", action),
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "action", action),
     ]
-    _checked: list[str | bytes]
+    _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = list(pause_keys(queue))
+        _checked = _PAUSE.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
