@@ -17,6 +17,7 @@ from typing import Any
 
 from imports import ImportProfile
 from parsers import ParserResult
+from scriptcost import BulkRow, CycleComparison, OverheadRow
 from timing import Measurement
 
 
@@ -157,3 +158,119 @@ def parser_json(result: ParserResult, reference_ms: float) -> dict[str, Any]:
         None if result.error else round(result.median_ms / reference_ms, 3)
     )
     return data
+
+
+# -- script cost ----------------------------------------------------------------------------
+
+OVERHEAD_TARGET = 1.05  # a wrapper call at most 5% over a raw evalsha of the same script
+CYCLE_TARGET = 0.8  # Redis-side time per job cycle at most 0.8 of BullMQ's
+BULK_TARGET = 1.0  # bulk add at least BullMQ's addBulk rate
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def overhead_table(rows: Sequence[OverheadRow]) -> str:
+    header = ["script", "mode", "raw us/call", "wrapper us/call", "ratio", "target", ""]
+    body = [
+        [
+            r.script,
+            r.mode,
+            f"{r.raw_us:.1f}",
+            f"{r.wrapper_us:.1f}",
+            f"{r.ratio:.3f} ({100 * (r.ratio - 1):+.1f}%)",
+            f"< {OVERHEAD_TARGET:.2f}",
+            _verdict(r.ratio < OVERHEAD_TARGET),
+        ]
+        for r in rows
+    ]
+    return table(header, body)
+
+
+def cycle_table(comparisons: Sequence[CycleComparison]) -> str:
+    header = ["fetch-next", "side", "jobs/s", "redis us/job", "redis us/call by phase"]
+    body = []
+    for c in comparisons:
+        for row in (c.echomq, c.bullmq):
+            phases = ", ".join(f"{n} {us:.1f}" for n, us in row.redis_usec_by_phase.items())
+            body.append(
+                [
+                    "on" if c.fetch_next else "off",
+                    row.side,
+                    f"{row.jobs_per_s:.0f}",
+                    f"{row.redis_usec_per_job:.1f}",
+                    phases,
+                ]
+            )
+    ratios = table(
+        ["fetch-next", "redis us/job EchoMQ/BullMQ", "target", "", "jobs/s EchoMQ/BullMQ"],
+        [
+            [
+                "on" if c.fetch_next else "off",
+                f"{c.redis_ratio:.3f}",
+                f"<= {CYCLE_TARGET}",
+                _verdict(c.redis_ratio <= CYCLE_TARGET),
+                f"{c.rate_ratio:.3f}",
+            ]
+            for c in comparisons
+        ],
+    )
+    return f"{table(header, body)}\n\n{ratios}"
+
+
+def bulk_table(rows: Sequence[BulkRow]) -> str:
+    header = ["added by", "jobs/s", "redis us/job", "x BullMQ addBulk", "target", ""]
+    body = [
+        [
+            r.side,
+            f"{r.jobs_per_s:.0f}",
+            f"{r.redis_usec_per_job:.1f}",
+            f"{r.ratio_to_bullmq:.3f}",
+            "" if r.side.startswith("BullMQ") else f">= {BULK_TARGET:.1f}",
+            "" if r.side.startswith("BullMQ") else _verdict(r.ratio_to_bullmq >= BULK_TARGET),
+        ]
+        for r in rows
+    ]
+    return table(header, body)
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, 3)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def script_cost_json(
+    overhead: Sequence[OverheadRow],
+    cycles: Sequence[CycleComparison],
+    bulk: Sequence[BulkRow],
+) -> dict[str, Any]:
+    return {
+        "targets": {
+            "wrapper_over_raw_below": OVERHEAD_TARGET,
+            "cycle_redis_ratio_at_most": CYCLE_TARGET,
+            "bulk_ratio_at_least": BULK_TARGET,
+        },
+        "wrapper_overhead": [
+            {**_rounded(asdict(r)), "verdict": _verdict(r.ratio < OVERHEAD_TARGET)}
+            for r in overhead
+        ],
+        "job_cycle": [
+            {**_rounded(asdict(c)), "verdict": _verdict(c.redis_ratio <= CYCLE_TARGET)}
+            for c in cycles
+        ],
+        "bulk_add": [
+            {
+                **_rounded(asdict(r)),
+                "verdict": None
+                if r.side.startswith("BullMQ")
+                else _verdict(r.ratio_to_bullmq >= BULK_TARGET),
+            }
+            for r in bulk
+        ],
+    }

@@ -16,6 +16,7 @@ which analyses nothing. The targets come from the issue and apply to whole-proce
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib.metadata
 import json
@@ -38,7 +39,17 @@ from timing import Measurement, Plan, child_environment, measure_rounds
 REPO = Path(__file__).resolve().parent.parent
 COLD_TARGET_MS = 150.0  # cold build of all of lua_src/, whole process
 NOOP_TARGET_MS = 40.0  # no-op rebuild, whole process
-_PACKAGES = ("echomq-scripts", "click", "lupa", "tree-sitter", "tree-sitter-lua", "luaparser")
+_PACKAGES = (
+    "echomq-scripts",
+    "click",
+    "lupa",
+    "tree-sitter",
+    "tree-sitter-lua",
+    "luaparser",
+    "redis",
+    "bullmq",
+    "msgpack",
+)
 
 
 @dataclass(frozen=True)
@@ -290,6 +301,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="pin to these CPU ids, e.g. 1 (default: as started)",
     )
     parser.add_argument(
+        "--only",
+        choices=["all", "build", "scripts"],
+        default="all",
+        help="the build rows, the script-cost rows (Redis, BullMQ), or both (default)",
+    )
+    parser.add_argument(
+        "--rounds", type=_runs, default=7, help="script-cost rounds, >= 5 (default 7)"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2000, help="jobs a round in the job cycle and bulk add"
+    )
+    parser.add_argument("--calls", type=int, default=3000, help="calls a round in the wrapper rows")
+    parser.add_argument("--batch", type=int, default=100, help="calls per pipeline (default 100)")
+    parser.add_argument(
         "--json",
         type=Path,
         default=REPO / "bench" / "results.json",
@@ -329,29 +354,107 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cpus:
         os.sched_setaffinity(0, args.cpus)
     cli = Path(sys.executable).with_name("echomq-scripts")
-    if not cli.exists():
+    if args.only in ("all", "build") and not cli.exists():
         print(f"error: {cli} not found: run 'make build' first", file=sys.stderr)
         return 2
     info = machine_info(args.runs)
-    with tempfile.TemporaryDirectory(prefix="echomq-bench-") as scratch:
-        env = child_environment(str(Path(scratch) / "pycache"))
-        outcome = run_all(Bench(sys.executable, str(cli), env, args.runs, Path(scratch)), args)
+    sections: list[str] = []
+    results: dict[str, Any] = {"machine": info}
+    if args.only in ("all", "build"):
+        with tempfile.TemporaryDirectory(prefix="echomq-bench-") as scratch:
+            env = child_environment(str(Path(scratch) / "pycache"))
+            bench = Bench(sys.executable, str(cli), env, args.runs, Path(scratch))
+            outcome = run_all(bench, args)
+        sections.append(_summary(info, args.sizes, outcome))
+        results.update(_json(outcome))
+    if args.only in ("all", "scripts"):
+        try:
+            text, data = script_cost(args)
+        except ScriptBenchUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        sections.append(text)
+        results["script_cost"] = data
     info["load_average_after"] = list(os.getloadavg())
-    print(_summary(info, args.sizes, outcome))
-    args.json.write_text(json.dumps(_json(info, outcome), indent=2) + "\n", encoding="utf-8")
+    print("\n\n".join(sections))
+    args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {args.json}")
     return 0
+
+
+class ScriptBenchUnavailable(Exception):
+    """What the script-cost rows need and this machine lacks, in one line."""
+
+
+def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """Wrapper overhead, the job cycle and bulk add, on a private pinned redis-server."""
+    try:
+        import bullmq_side
+        import scriptcost
+        import server
+    except ImportError as exc:
+        raise ScriptBenchUnavailable(
+            f"{exc.name} is missing: install the bench extra (pip install -e '.[bench]')"
+        ) from None
+    with contextlib.ExitStack() as stack:
+        try:
+            pinned = stack.enter_context(server.pinned_server())
+        except server.RedisUnavailable as exc:
+            raise ScriptBenchUnavailable(str(exc)) from None
+        port = pinned.server.port
+        _progress("wrapper against raw evalsha")
+        overhead = scriptcost.wrapper_overhead(port, args.calls, args.rounds, args.batch)
+        cycles = scriptcost.job_cycle(
+            port, bullmq_side.BullCycle, args.jobs, args.rounds, _progress
+        )
+        bulk = scriptcost.bulk_add(
+            port, bullmq_side.add_bulk, args.jobs, args.batch, args.rounds, _progress
+        )
+    where = (
+        f"client on CPU {pinned.client_cpus}, redis-server {pinned.version} on CPU"
+        f" {pinned.server_cpus}" + (" (shared: one core)" if pinned.shared else "")
+    )
+    head = (
+        f"script cost: {where}; {args.rounds} rounds, sides alternating; medians, ratios are"
+        " medians of per-round ratios"
+    )
+    text = "\n".join(
+        [
+            head,
+            "",
+            f"wrapper against raw evalsha ({args.calls} calls a round; pipelines of {args.batch})",
+            report.overhead_table(overhead),
+            "",
+            f"job cycle through the wrappers, BullMQ's own scripts side by side ({args.jobs} jobs"
+            " a round)",
+            report.cycle_table(cycles),
+            "",
+            f"bulk add ({args.jobs} jobs a round in MULTI pipelines of {args.batch})",
+            report.bulk_table(bulk),
+        ]
+    )
+    data = {
+        "client_cpus": pinned.client_cpus,
+        "server_cpus": pinned.server_cpus,
+        "cores_shared": pinned.shared,
+        "redis_version": pinned.version,
+        "rounds": args.rounds,
+        "jobs_per_round": args.jobs,
+        "calls_per_round": args.calls,
+        "pipeline_batch": args.batch,
+        **report.script_cost_json(overhead, cycles, bulk),
+    }
+    return text, data
 
 
 def _floor(outcome: Outcome) -> float:
     return next(r.wall_ms for r in outcome.rows if r.command[1:] == ["-c", "pass"])
 
 
-def _json(info: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
+def _json(outcome: Outcome) -> dict[str, Any]:
     floor = _floor(outcome)
     profile = outcome.profile
     return {
-        "machine": info,
         "floor_ms": round(floor, 3),
         "rows": [report.measurement_json(r, floor) for r in outcome.rows],
         "imports_noop_lua_src": {

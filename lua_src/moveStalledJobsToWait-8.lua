@@ -30,14 +30,14 @@ local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
 local recovered, failed = {}, {}
 for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do
   local jobKey = prefix .. jobId
-  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", KEYS[3], 1, jobId) == 1 then
+  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", KEYS[3], -1, jobId) == 1 then
     local stalledCount = redis.call("HINCRBY", jobKey, "stc", 1)
     if stalledCount > maxStalled then
       redis.call("HSET", jobKey, "failedReason", "job stalled more than allowable limit",
         "finishedOn", now)
       redis.call("ZADD", KEYS[4], now, jobId)
       redis.call("INCR", prefix .. "metrics:failed")
-      releaseDedupId(prefix, jobKey, jobId)
+      releaseDedupId(prefix, jobId, redis.call("HGET", jobKey, "deid"))
       emitEvent(KEYS[7], KEYS[6], "failed", jobId, "prev", "active", "reason", "stalled")
       failed[#failed + 1] = jobId
       applyRetention(KEYS[4], prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)

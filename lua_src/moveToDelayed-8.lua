@@ -33,7 +33,7 @@ end
 if redis.call("EXISTS", KEYS[7]) == 0 then
   return -1
 end
-if redis.call("LREM", KEYS[1], 1, jobId) == 0 then
+if redis.call("LREM", KEYS[1], -1, jobId) == 0 then
   return -3
 end
 redis.call("DEL", KEYS[8])

@@ -71,8 +71,10 @@ if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
 -- Read before anything is written: a failure past this point would leave the job nowhere.
-local opts = jobOptions(redis.call("HGET", jobKey, "opts"))
-if redis.call("LREM", queue.active, 1, jobId) == 0 then
+local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid")
+local opts = jobOptions(stored[1])
+local parentKey, dedupId = stored[2], stored[3]
+if redis.call("LREM", queue.active, -1, jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
@@ -82,7 +84,6 @@ local attemptsMade = redis.call("HINCRBY", jobKey, "atm", 1)
 local state = outcome
 
 local function releaseParent()
-  local parentKey = redis.call("HGET", jobKey, "parentKey")
   if not parentKey then
     return
   end
@@ -114,7 +115,7 @@ else
   end
   redis.call("ZADD", KEYS[12], now, jobId)
   redis.call("INCR", KEYS[13])
-  releaseDedupId(queue.prefix, jobKey, jobId)
+  releaseDedupId(queue.prefix, jobId, dedupId)
   emitEvent(queue.events, queue.meta, outcome, jobId, "prev", "active")
   local rule = opts.removeOnFail
   if outcome == "completed" then
@@ -127,6 +128,5 @@ if ARGV[8] == "1" then
   nextJob = pickup(queue, token, lockDuration, now, limits)
 end
 -- Trimmed last, so that the next job's events count too.
-local maxEvents = tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000
-redis.call("XTRIM", queue.events, "MAXLEN", maxEvents)
+redis.call("XTRIM", queue.events, "MAXLEN", maxEvents(queue.meta))
 return { state, nextJob[1], nextJob[2], nextJob[3] }

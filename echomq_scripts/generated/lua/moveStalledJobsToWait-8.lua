@@ -82,18 +82,29 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
     removeJobKeys(prefix, id)
   end
 end
--- Releases the deduplication id a finished job held, unless another job holds it by now.
-local function releaseDedupId(prefix, jobKey, jobId)
-  local dedupId = redis.call("HGET", jobKey, "deid")
+-- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
+-- unless another job holds it by now.
+local function releaseDedupId(prefix, jobId, dedupId)
   if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
     redis.call("DEL", prefix .. "de:" .. dedupId)
   end
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
+-- The limit is read once per script run: every key of one run belongs to one queue, and a run
+-- cannot see another client's write, so later events of the same run reuse it.
+local maxEventsOfRun = nil
+
+local function maxEvents(metaKey)
+  if maxEventsOfRun == nil then
+    maxEventsOfRun = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  end
+  return maxEventsOfRun
+end
+
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", event, "jobId",
+    jobId, ...)
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -121,14 +132,14 @@ local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
 local recovered, failed = {}, {}
 for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do
   local jobKey = prefix .. jobId
-  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", KEYS[3], 1, jobId) == 1 then
+  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", KEYS[3], -1, jobId) == 1 then
     local stalledCount = redis.call("HINCRBY", jobKey, "stc", 1)
     if stalledCount > maxStalled then
       redis.call("HSET", jobKey, "failedReason", "job stalled more than allowable limit",
         "finishedOn", now)
       redis.call("ZADD", KEYS[4], now, jobId)
       redis.call("INCR", prefix .. "metrics:failed")
-      releaseDedupId(prefix, jobKey, jobId)
+      releaseDedupId(prefix, jobId, redis.call("HGET", jobKey, "deid"))
       emitEvent(KEYS[7], KEYS[6], "failed", jobId, "prev", "active", "reason", "stalled")
       failed[#failed + 1] = jobId
       applyRetention(KEYS[4], prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)

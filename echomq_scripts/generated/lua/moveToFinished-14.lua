@@ -120,18 +120,29 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
     removeJobKeys(prefix, id)
   end
 end
--- Releases the deduplication id a finished job held, unless another job holds it by now.
-local function releaseDedupId(prefix, jobKey, jobId)
-  local dedupId = redis.call("HGET", jobKey, "deid")
+-- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
+-- unless another job holds it by now.
+local function releaseDedupId(prefix, jobId, dedupId)
   if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
     redis.call("DEL", prefix .. "de:" .. dedupId)
   end
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
+-- The limit is read once per script run: every key of one run belongs to one queue, and a run
+-- cannot see another client's write, so later events of the same run reuse it.
+local maxEventsOfRun = nil
+
+local function maxEvents(metaKey)
+  if maxEventsOfRun == nil then
+    maxEventsOfRun = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  end
+  return maxEventsOfRun
+end
+
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", event, "jobId",
+    jobId, ...)
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -260,8 +271,10 @@ if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
 -- Read before anything is written: a failure past this point would leave the job nowhere.
-local opts = jobOptions(redis.call("HGET", jobKey, "opts"))
-if redis.call("LREM", queue.active, 1, jobId) == 0 then
+local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid")
+local opts = jobOptions(stored[1])
+local parentKey, dedupId = stored[2], stored[3]
+if redis.call("LREM", queue.active, -1, jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
@@ -271,7 +284,6 @@ local attemptsMade = redis.call("HINCRBY", jobKey, "atm", 1)
 local state = outcome
 
 local function releaseParent()
-  local parentKey = redis.call("HGET", jobKey, "parentKey")
   if not parentKey then
     return
   end
@@ -303,7 +315,7 @@ else
   end
   redis.call("ZADD", KEYS[12], now, jobId)
   redis.call("INCR", KEYS[13])
-  releaseDedupId(queue.prefix, jobKey, jobId)
+  releaseDedupId(queue.prefix, jobId, dedupId)
   emitEvent(queue.events, queue.meta, outcome, jobId, "prev", "active")
   local rule = opts.removeOnFail
   if outcome == "completed" then
@@ -316,6 +328,5 @@ if ARGV[8] == "1" then
   nextJob = pickup(queue, token, lockDuration, now, limits)
 end
 -- Trimmed last, so that the next job's events count too.
-local maxEvents = tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000
-redis.call("XTRIM", queue.events, "MAXLEN", maxEvents)
+redis.call("XTRIM", queue.events, "MAXLEN", maxEvents(queue.meta))
 return { state, nextJob[1], nextJob[2], nextJob[3] }

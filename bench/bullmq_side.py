@@ -1,0 +1,123 @@
+"""BullMQ's own scripts, built and sent as its Python package does, for the side-by-side rows.
+
+The job-cycle rows call BullMQ's Lua scripts (shipped in the `bullmq` package, includes already
+resolved) through a plain synchronous redis-py client, like ours: the keys and arguments come
+from BullMQ's own `Scripts` and `Job` classes, so the bytes Redis receives are the ones a BullMQ
+worker sends. Its `Scripts.moveToActive` is a coroutine that awaits the script call, so that one
+call is rebuilt here from the same keys and options it uses. Bulk add goes through BullMQ's public
+`Queue.addBulk`, which is asyncio only, on its own connection.
+
+The options match the EchoMQ rows: no delay, no priority, no attempts beyond the first, finished
+jobs kept (removeOnComplete false), a 30 s lock, no rate limiter, no metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import msgpack
+import redis
+from bullmq import Job, Queue
+from bullmq.redis_connection import SCRIPT_DEFINITIONS, loadScript
+from bullmq.scripts import Scripts, raw2NextJobData
+
+PREFIX = "bull"
+LOCK_MS = 30_000
+
+
+def _ms() -> int:
+    return round(time.time() * 1000)
+
+
+class BullCycle:
+    """One BullMQ queue on a synchronous client: add, pick up, finish."""
+
+    label = "BullMQ"
+
+    def __init__(self, port: int, queue: str, token: str) -> None:
+        self.client = redis.Redis(host="127.0.0.1", port=port, decode_responses=True)
+        self.token = token
+        # Jobs read their queue's options and names from this object; it never connects.
+        url = f"redis://127.0.0.1:{port}"
+        self.queue = Queue(queue, {"connection": url, "prefix": PREFIX, "lockDuration": LOCK_MS})
+        commands = {
+            name: self.client.register_script(loadScript(file))
+            for name, file in SCRIPT_DEFINITIONS.items()
+        }
+        self.scripts = Scripts(PREFIX, queue, SimpleNamespace(conn=self.client, commands=commands))
+        self.name = queue
+
+    def add(self, data: dict[str, Any]) -> str:
+        job = Job(self.queue, "job", data, {})
+        job_id = self.scripts.addStandardJob(job, job.timestamp)
+        return str(job_id)
+
+    def move_to_active(self) -> Job | None:
+        keys = self.scripts.getKeys(
+            [
+                "wait",
+                "active",
+                "prioritized",
+                "events",
+                "stalled",
+                "limiter",
+                "delayed",
+                "paused",
+                "meta",
+                "pc",
+                "marker",
+            ]
+        )
+        options = {"token": self.token, "lockDuration": LOCK_MS, "limiter": None}
+        args = [self.scripts.keys[""], _ms(), msgpack.packb(options, use_bin_type=True)]
+        return self._job(self.scripts.commands["moveToActive"](keys=keys, args=args))
+
+    def finish(self, job: Job, fetch_next: bool) -> Job | None:
+        keys, args = self.scripts.moveToCompletedArgs(
+            job, "ok", False, self.token, fetchNext=fetch_next
+        )
+        reply = self.scripts.commands["moveToFinished"](keys=keys, args=args)
+        if isinstance(reply, int) and reply < 0:
+            raise RuntimeError(f"BullMQ moveToFinished returned {reply}")
+        return self._job(reply) if fetch_next else None
+
+    def _job(self, reply: Any) -> Job | None:
+        """The job a pickup answered, as BullMQ's worker builds it (None: nothing to do)."""
+        data = raw2NextJobData(reply)
+        if not data or not data[0]:
+            return None
+        return Job.fromJSON(self.queue, data[0], data[1])
+
+    def completed(self) -> int:
+        return int(self.client.zcard(f"{PREFIX}:{self.name}:completed"))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def add_bulk(port: int, queue: str, batches: int, size: int) -> list[str]:
+    """`batches` calls of BullMQ's own Queue.addBulk with `size` jobs each; the ids, in order."""
+
+    async def run() -> list[str]:
+        url = f"redis://127.0.0.1:{port}"
+        bull = Queue(queue, {"connection": url, "prefix": PREFIX})
+        ids: list[str] = []
+        try:
+            for batch in range(batches):
+                jobs = [{"name": "job", "data": {"n": batch * size + i}} for i in range(size)]
+                added = await bull.addBulk(jobs)
+                ids += [str(job.id) for job in added]
+        finally:
+            await bull.close()
+        return ids
+
+    return asyncio.run(run())
+
+
+def data_json(data: dict[str, Any]) -> str:
+    """How BullMQ serialises a job's data (compact JSON), for the EchoMQ rows to match."""
+    return json.dumps(data, separators=(",", ":"), allow_nan=False)

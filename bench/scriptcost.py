@@ -1,0 +1,529 @@
+"""What a script call costs: wrapper against raw EVALSHA, the job cycle, and bulk add, with
+BullMQ's own scripts side by side on the same server in the same run.
+
+How to read the numbers:
+- Client-side rows (`us/call`, `jobs/s`) are wall time in this process, which is pinned to one
+  core while redis-server runs on another (server.py). Every comparison is made in rounds that
+  alternate which side goes first; a row is the median over the rounds, and a ratio is the
+  median of the per-round ratios, so a slow spell of the machine touches both sides alike.
+- Redis-side rows (`redis us`) come from `INFO commandstats`: the server's own time inside
+  EVALSHA, reset with `CONFIG RESETSTAT` before each phase, so they hold the scripts' work and
+  none of the network or the client. Each phase checks that it made exactly the calls it should.
+- A job cycle is add, then pick up, then finish. With fetch-next off each step is its own call;
+  with fetch-next on, finishing a job picks the next one up in the same call, so the cycle is add
+  plus finish (and one pickup to start the chain, spread over the round's jobs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import redis
+import redis.asyncio
+
+from echomq_scripts.generated import scripts as emq
+
+LOCK_MS = 30_000
+TOKEN = "bench-worker:1"
+
+
+def _ms() -> int:
+    return round(time.time() * 1000)
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else float("nan")
+
+
+# -- Redis-side time ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One timed phase: wall seconds in the client, and the server's EVALSHA calls and time."""
+
+    wall_s: float
+    calls: int
+    usec: int
+
+    @property
+    def usec_per_call(self) -> float:
+        return _ratio(self.usec, self.calls)
+
+
+def timed_phase(stats: redis.Redis, calls: int, work: Callable[[], object]) -> Phase:
+    """Run `work` between CONFIG RESETSTAT and INFO commandstats; it must make `calls` calls."""
+    gc.collect()
+    stats.config_resetstat()
+    start = time.perf_counter()
+    work()
+    wall = time.perf_counter() - start
+    evalsha = stats.info("commandstats").get("cmdstat_evalsha", {})
+    # A NOSCRIPT answer (the first call after a start, in the warm-up) counts as a failed call.
+    done = int(evalsha.get("calls", 0)) - int(evalsha.get("failed_calls", 0))
+    if done != calls:
+        raise RuntimeError(f"expected {calls} EVALSHA calls, the server counted {evalsha}")
+    return Phase(wall, done, int(evalsha.get("usec", 0)))
+
+
+# -- 2. wrapper against raw evalsha ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OverheadRow:
+    script: str
+    mode: str  # "plain" or "pipelined"
+    raw_us: float  # median client wall time per call, raw evalsha
+    wrapper_us: float
+    ratio: float  # median of the per-round wrapper / raw ratios
+    rounds: int
+    calls_per_round: int
+
+
+class _Pair(Protocol):
+    def __call__(self, count: int) -> None: ...
+
+
+def _compare(raw: _Pair, wrapper: _Pair, calls: int, rounds: int) -> tuple[float, float, float]:
+    raw(calls // 10)  # warm-up: connections, script loads, caches
+    wrapper(calls // 10)
+    raws: list[float] = []
+    wraps: list[float] = []
+    for round_ in range(rounds):
+        order = [(raw, raws), (wrapper, wraps)]
+        for side, into in order if round_ % 2 == 0 else reversed(order):
+            gc.collect()
+            start = time.perf_counter()
+            side(calls)
+            into.append((time.perf_counter() - start) / calls * 1e6)
+    ratios = [w / r for w, r in zip(wraps, raws, strict=True)]
+    return statistics.median(raws), statistics.median(wraps), statistics.median(ratios)
+
+
+def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[OverheadRow]:
+    """getJobState-8 (the smallest script, so the largest share for the client) and
+    addStandardJob-6 (seven arguments), each called both ways on one connection."""
+    client = redis.Redis(host="127.0.0.1", port=port)
+    queue = "overhead"
+    try:
+        job_id, _ = emq.add_standard_job(
+            client,
+            queue=queue,
+            job_id="",
+            name="job",
+            data="{}",
+            opts="{}",
+            now=_ms(),
+            dedup_id="",
+            parent_id="",
+        )
+        emq.load_all(client)
+        now = _ms()
+        state_keys = emq.get_job_state_keys(queue)
+        add_keys = emq.add_standard_job_keys(queue)
+        state_sha = emq._GET_JOB_STATE.spec.sha1
+        add_sha = emq._ADD_STANDARD_JOB.spec.sha1
+        add_args = ("", "job", '{"n":1}', "{}", now, "", "")
+
+        def raw_state(count: int) -> None:
+            for _ in range(count):
+                client.evalsha(state_sha, 8, *state_keys, job_id)
+
+        def wrapper_state(count: int) -> None:
+            for _ in range(count):
+                emq.get_job_state(client, queue=queue, job_id=job_id)
+
+        def raw_add(count: int) -> None:
+            for _ in range(count):
+                client.evalsha(add_sha, 6, *add_keys, *add_args)
+
+        def wrapper_add(count: int) -> None:
+            for _ in range(count):
+                emq.add_standard_job(
+                    client,
+                    queue=queue,
+                    job_id="",
+                    name="job",
+                    data='{"n":1}',
+                    opts="{}",
+                    now=now,
+                    dedup_id="",
+                    parent_id="",
+                )
+
+        def pipelined(call: Callable[[Any], Any], decode: bool) -> _Pair:
+            def run(count: int) -> None:
+                for start in range(0, count, batch):
+                    pipe = client.pipeline(transaction=False)
+                    pending = [call(pipe) for _ in range(min(batch, count - start))]
+                    replies = pipe.execute()
+                    if decode:
+                        for item in pending:
+                            item.result(replies)
+
+            return run
+
+        rows = []
+        cases: list[tuple[str, _Pair, _Pair, Callable[[Any], Any], Callable[[Any], Any]]] = [
+            (
+                "getJobState-8",
+                raw_state,
+                wrapper_state,
+                lambda pipe: pipe.evalsha(state_sha, 8, *state_keys, job_id),
+                lambda pipe: emq.get_job_state_pipeline(pipe, queue=queue, job_id=job_id),
+            ),
+            (
+                "addStandardJob-6",
+                raw_add,
+                wrapper_add,
+                lambda pipe: pipe.evalsha(add_sha, 6, *add_keys, *add_args),
+                lambda pipe: emq.add_standard_job_pipeline(
+                    pipe,
+                    queue=queue,
+                    job_id="",
+                    name="job",
+                    data='{"n":1}',
+                    opts="{}",
+                    now=now,
+                    dedup_id="",
+                    parent_id="",
+                ),
+            ),
+        ]
+        for script, raw, wrapper, raw_queued, wrapper_queued in cases:
+            raw_us, wrap_us, ratio = _compare(raw, wrapper, calls, rounds)
+            rows.append(OverheadRow(script, "plain", raw_us, wrap_us, ratio, rounds, calls))
+            raw_us, wrap_us, ratio = _compare(
+                pipelined(raw_queued, False), pipelined(wrapper_queued, True), calls, rounds
+            )
+            rows.append(OverheadRow(script, "pipelined", raw_us, wrap_us, ratio, rounds, calls))
+        return rows
+    finally:
+        client.flushall()
+        client.close()
+
+
+# -- 3. the job cycle, EchoMQ and BullMQ -----------------------------------------------------
+
+
+class Cycle(Protocol):
+    """One queue of one protocol, driven the way its worker drives it."""
+
+    label: str
+
+    def add(self, data: dict[str, Any]) -> str: ...
+    def move_to_active(self) -> Any: ...
+    def finish(self, job: Any, fetch_next: bool) -> Any: ...
+    def completed(self) -> int: ...
+    def close(self) -> None: ...
+
+
+class EchoCycle:
+    """One EchoMQ queue, through the generated wrappers on a synchronous client."""
+
+    label = "EchoMQ"
+
+    def __init__(self, port: int, queue: str, token: str) -> None:
+        self.client = redis.Redis(host="127.0.0.1", port=port)
+        self.queue = queue
+        self.token = token
+
+    def add(self, data: dict[str, Any]) -> str:
+        job_id, _ = emq.add_standard_job(
+            self.client,
+            queue=self.queue,
+            job_id="",
+            name="job",
+            data=json.dumps(data, separators=(",", ":")),
+            opts="{}",
+            now=_ms(),
+            dedup_id="",
+            parent_id="",
+        )
+        return job_id
+
+    def move_to_active(self) -> str | None:
+        job_id, _fields, _wait = emq.move_to_active(
+            self.client,
+            queue=self.queue,
+            token=self.token,
+            lock_duration=LOCK_MS,
+            now=_ms(),
+            limit_max=0,
+            limit_duration=0,
+            concurrency=0,
+        )
+        return job_id or None
+
+    def finish(self, job: str, fetch_next: bool) -> str | None:
+        _where, next_id, _fields, _wait = emq.move_to_finished(
+            self.client,
+            queue=self.queue,
+            job_id=job,
+            token=self.token,
+            now=_ms(),
+            outcome="completed",
+            result=json.dumps("ok"),
+            stacktrace="",
+            jitter=0.0,
+            fetch_next=fetch_next,
+            lock_duration=LOCK_MS,
+            limit_max=0,
+            limit_duration=0,
+            concurrency=0,
+        )
+        return next_id or None
+
+    def completed(self) -> int:
+        return int(self.client.zcard(f"emq:{{{self.queue}}}:completed"))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+CycleFactory = Callable[[int, str, str], Cycle]
+
+
+@dataclass(frozen=True)
+class CycleRound:
+    """One round of one side in one mode: its phases by script name."""
+
+    phases: dict[str, Phase]
+    jobs: int
+
+    @property
+    def wall_s(self) -> float:
+        return sum(p.wall_s for p in self.phases.values())
+
+    @property
+    def redis_usec_per_job(self) -> float:
+        return sum(p.usec for p in self.phases.values()) / self.jobs
+
+
+def one_round(
+    factory: CycleFactory, port: int, stats: redis.Redis, queue: str, jobs: int, fetch_next: bool
+) -> CycleRound:
+    side = factory(port, queue, TOKEN)
+    try:
+        phases = {
+            "add": timed_phase(stats, jobs, lambda: [side.add({"n": n}) for n in range(jobs)])
+        }
+        if fetch_next:
+
+            def chain() -> None:
+                job = side.move_to_active()
+                while job is not None:
+                    job = side.finish(job, True)
+
+            phases["moveToActive + moveToFinished(fetch)"] = timed_phase(stats, jobs + 1, chain)
+        else:
+            picked: list[Any] = []
+            phases["moveToActive"] = timed_phase(
+                stats, jobs, lambda: picked.extend(side.move_to_active() for _ in range(jobs))
+            )
+            phases["moveToFinished"] = timed_phase(
+                stats, jobs, lambda: [side.finish(job, False) for job in picked]
+            )
+        done = side.completed()
+        if done != jobs:
+            raise RuntimeError(f"{side.label}: {done} of {jobs} jobs completed")
+        return CycleRound(phases, jobs)
+    finally:
+        side.close()
+
+
+@dataclass(frozen=True)
+class CycleRow:
+    """One side in one mode over all rounds (medians)."""
+
+    side: str
+    fetch_next: bool
+    jobs_per_s: float
+    redis_usec_per_job: float
+    redis_usec_by_phase: dict[str, float]  # per call
+
+
+@dataclass(frozen=True)
+class CycleComparison:
+    fetch_next: bool
+    echomq: CycleRow
+    bullmq: CycleRow
+    redis_ratio: float  # median per-round EchoMQ / BullMQ Redis-side time per job
+    rate_ratio: float  # median per-round EchoMQ / BullMQ jobs per second
+
+
+def _row(side: str, fetch_next: bool, rounds: Sequence[CycleRound]) -> CycleRow:
+    names = list(rounds[0].phases)
+    return CycleRow(
+        side,
+        fetch_next,
+        statistics.median(r.jobs / r.wall_s for r in rounds),
+        statistics.median(r.redis_usec_per_job for r in rounds),
+        {n: statistics.median(r.phases[n].usec_per_call for r in rounds) for n in names},
+    )
+
+
+def job_cycle(
+    port: int, bull: CycleFactory, jobs: int, rounds: int, progress: Callable[[str], None]
+) -> list[CycleComparison]:
+    stats = redis.Redis(host="127.0.0.1", port=port)
+    comparisons = []
+    try:
+        for fetch_next in (False, True):
+            progress(f"job cycle, fetch-next {'on' if fetch_next else 'off'}")
+            sides: dict[str, CycleFactory] = {"EchoMQ": EchoCycle, "BullMQ": bull}
+            for factory in sides.values():  # warm-up: script loads, connections, imports
+                one_round(factory, port, stats, "warm-up", max(jobs // 10, 10), fetch_next)
+                stats.flushall()
+            done: dict[str, list[CycleRound]] = {name: [] for name in sides}
+            for round_ in range(rounds):
+                order = list(sides.items())
+                for name, factory in order if round_ % 2 == 0 else reversed(order):
+                    done[name].append(one_round(factory, port, stats, "q", jobs, fetch_next))
+                    stats.flushall()
+            echo, bullmq = done["EchoMQ"], done["BullMQ"]
+            comparisons.append(
+                CycleComparison(
+                    fetch_next,
+                    _row("EchoMQ", fetch_next, echo),
+                    _row("BullMQ", fetch_next, bullmq),
+                    statistics.median(
+                        e.redis_usec_per_job / b.redis_usec_per_job
+                        for e, b in zip(echo, bullmq, strict=True)
+                    ),
+                    statistics.median(
+                        (e.jobs / e.wall_s) / (b.jobs / b.wall_s)
+                        for e, b in zip(echo, bullmq, strict=True)
+                    ),
+                )
+            )
+    finally:
+        stats.close()
+    return comparisons
+
+
+# -- 4. bulk add -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BulkRow:
+    side: str  # what added the jobs
+    jobs_per_s: float
+    redis_usec_per_job: float
+    ratio_to_bullmq: float  # median per-round jobs/s against BullMQ's addBulk
+
+
+def _echo_bulk_sync(port: int, queue: str, batches: int, size: int) -> list[str]:
+    client = redis.Redis(host="127.0.0.1", port=port)
+    ids: list[str] = []
+    try:
+        for batch in range(batches):
+            pipe = client.pipeline(transaction=True)
+            pending = [
+                emq.add_standard_job_pipeline(
+                    pipe,
+                    queue=queue,
+                    job_id="",
+                    name="job",
+                    data=json.dumps({"n": batch * size + i}, separators=(",", ":")),
+                    opts="{}",
+                    now=_ms(),
+                    dedup_id="",
+                    parent_id="",
+                )
+                for i in range(size)
+            ]
+            replies = pipe.execute()
+            ids += [item.result(replies)[0] for item in pending]
+    finally:
+        client.close()
+    return ids
+
+
+def _echo_bulk_async(port: int, queue: str, batches: int, size: int) -> list[str]:
+    async def run() -> list[str]:
+        client = redis.asyncio.Redis(host="127.0.0.1", port=port)
+        ids: list[str] = []
+        try:
+            for batch in range(batches):
+                async with client.pipeline(transaction=True) as pipe:
+                    pending = [
+                        emq.add_standard_job_pipeline(
+                            pipe,
+                            queue=queue,
+                            job_id="",
+                            name="job",
+                            data=json.dumps({"n": batch * size + i}, separators=(",", ":")),
+                            opts="{}",
+                            now=_ms(),
+                            dedup_id="",
+                            parent_id="",
+                        )
+                        for i in range(size)
+                    ]
+                    replies = await pipe.execute()
+                ids += [item.result(replies)[0] for item in pending]
+        finally:
+            await client.aclose()
+        return ids
+
+    return asyncio.run(run())
+
+
+BulkAdd = Callable[[int, str, int, int], list[str]]
+
+
+def bulk_add(
+    port: int,
+    bull_add_bulk: BulkAdd,
+    jobs: int,
+    size: int,
+    rounds: int,
+    progress: Callable[[str], None],
+) -> list[BulkRow]:
+    progress("bulk add")
+    batches = max(jobs // size, 1)
+    sides: dict[str, BulkAdd] = {
+        "EchoMQ, redis.asyncio pipeline (MULTI)": _echo_bulk_async,
+        "EchoMQ, redis.Redis pipeline (MULTI)": _echo_bulk_sync,
+        "BullMQ Queue.addBulk (asyncio, MULTI)": bull_add_bulk,
+    }
+    stats = redis.Redis(host="127.0.0.1", port=port)
+    phases: dict[str, list[Phase]] = {name: [] for name in sides}
+    try:
+        for add in sides.values():
+            add(port, "warm-up", 2, size)
+        stats.flushall()
+        for round_ in range(rounds):
+            order = list(sides.items())
+            for name, add in order if round_ % 2 == 0 else reversed(order):
+                added: list[list[str]] = []
+
+                def run(add: BulkAdd = add, into: list[list[str]] = added) -> None:
+                    into.append(add(port, "q", batches, size))
+
+                phase = timed_phase(stats, batches * size, run)
+                ids = added[0]
+                if len(set(ids)) != batches * size:
+                    raise RuntimeError(f"{name}: {len(set(ids))} distinct ids, not {jobs}")
+                phases[name].append(phase)
+                stats.flushall()
+    finally:
+        stats.close()
+    bull = phases["BullMQ Queue.addBulk (asyncio, MULTI)"]
+    return [
+        BulkRow(
+            name,
+            statistics.median(batches * size / p.wall_s for p in done),
+            statistics.median(p.usec_per_call for p in done),
+            statistics.median(b.wall_s / p.wall_s for p, b in zip(done, bull, strict=True)),
+        )
+        for name, done in phases.items()
+    ]
