@@ -189,7 +189,7 @@ def overhead_table(rows: Sequence[OverheadRow]) -> str:
 
 
 def cycle_table(comparisons: Sequence[CycleComparison]) -> str:
-    header = ["fetch-next", "side", "jobs/s", "redis us/job", "redis us/call by phase"]
+    header = ["fetch-next", "side", "jobs/s", "redis us/job", "(median)", "redis us/call by phase"]
     body = []
     for c in comparisons:
         for row in (c.echomq, c.bullmq):
@@ -200,15 +200,24 @@ def cycle_table(comparisons: Sequence[CycleComparison]) -> str:
                     row.side,
                     f"{row.jobs_per_s:.0f}",
                     f"{row.redis_usec_per_job:.1f}",
+                    f"{row.redis_usec_per_job_median:.1f}",
                     phases,
                 ]
             )
     ratios = table(
-        ["fetch-next", "redis us/job EchoMQ/BullMQ", "target", "", "jobs/s EchoMQ/BullMQ"],
+        [
+            "fetch-next",
+            "redis us/job EchoMQ/BullMQ",
+            "(median)",
+            "target",
+            "",
+            "jobs/s EchoMQ/BullMQ",
+        ],
         [
             [
                 "on" if c.fetch_next else "off",
                 f"{c.redis_ratio:.3f}",
+                f"{c.redis_ratio_median:.3f}",
                 f"<= {CYCLE_TARGET}",
                 _verdict(c.redis_ratio <= CYCLE_TARGET),
                 f"{c.rate_ratio:.3f}",

@@ -67,20 +67,22 @@ local lockState = checkLock(jobKey .. ":lock", token)
 if lockState ~= 0 then
   return lockState
 end
-if redis.call("EXISTS", jobKey) == 0 then
-  return -1
-end
 -- Read before anything is written: a failure past this point would leave the job nowhere.
-local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid")
+local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm")
+if not stored[1] then
+  return -1 -- every add stores "opts": a hash without it is no job (or no hash at all)
+end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
+local attemptsMade = (tonumber(stored[4]) or 0) + 1
+-- Every event of this run, the next job's included, trims the stream to exactly max-events.
+eventTrim = "="
 if redis.call("LREM", queue.active, -1, jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
 redis.call("SREM", queue.stalled, jobId)
 
-local attemptsMade = redis.call("HINCRBY", jobKey, "atm", 1)
 local state = outcome
 
 local function releaseParent()
@@ -101,17 +103,19 @@ end
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
-  redis.call("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6], "delay", delay)
+  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace", ARGV[6],
+    "delay", delay)
   redis.call("ZADD", queue.delayed, now + delay, jobId)
   signalWork(queue.marker, now + delay)
   emitEvent(queue.events, queue.meta, "delayed", jobId, "delay", delay, "prev", "active")
   state = "delayed"
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "returnvalue", ARGV[5], "finishedOn", now)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", now)
     releaseParent()
   else
-    redis.call("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6], "finishedOn", now)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
+      ARGV[6], "finishedOn", now)
   end
   redis.call("ZADD", KEYS[12], now, jobId)
   redis.call("INCR", KEYS[13])
@@ -127,6 +131,4 @@ local nextJob = { "", {}, 0 }
 if ARGV[8] == "1" then
   nextJob = pickup(queue, token, lockDuration, now, limits)
 end
--- Trimmed last, so that the next job's events count too.
-redis.call("XTRIM", queue.events, "MAXLEN", maxEvents(queue.meta))
 return { state, nextJob[1], nextJob[2], nextJob[3] }

@@ -19,8 +19,10 @@ end
 -- lock it, make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {} and the
 -- milliseconds until the limiter allows another job (0 when there is simply nothing to do).
 local function pickup(queue, token, lockDuration, now, limits)
+  local meta = redis.call("HMGET", queue.meta, "paused", "max-events")
+  seedMaxEvents(meta[2])
+  local paused = meta[1] ~= false
   promoteDueJobs(queue, now)
-  local paused = redis.call("HEXISTS", queue.meta, "paused") == 1
   if paused then
     return { "", {}, 0 }
   end
@@ -33,10 +35,15 @@ local function pickup(queue, token, lockDuration, now, limits)
   if limits.concurrency > 0 and redis.call("LLEN", queue.active) >= limits.concurrency then
     return { "", {}, 0 }
   end
-  local jobId = redis.call("RPOP", queue.wait)
+  -- The oldest waiting job moves to the head of active in one step; the oldest active job is
+  -- therefore at the tail, where the finishing scripts' LREM starts.
+  local jobId = redis.call("LMOVE", queue.wait, queue.active, "RIGHT", "LEFT")
   if not jobId then
     local best = redis.call("ZPOPMIN", queue.prioritized)
     jobId = best[1]
+    if jobId then
+      redis.call("LPUSH", queue.active, jobId)
+    end
   end
   if not jobId then
     refreshMarker(queue.marker, queue.wait, queue.prioritized, queue.delayed, paused)
@@ -47,7 +54,6 @@ local function pickup(queue, token, lockDuration, now, limits)
   end
   local jobKey = queue.prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
-  redis.call("LPUSH", queue.active, jobId)
   redis.call("SREM", queue.stalled, jobId)
   redis.call("HSET", jobKey, "processedOn", now)
   emitEvent(queue.events, queue.meta, "active", jobId, "prev", "waiting")

@@ -37,19 +37,29 @@ end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
 -- The limit is read once per script run: every key of one run belongs to one queue, and a run
--- cannot see another client's write, so later events of the same run reuse it.
+-- cannot see another client's write, so later events of the same run reuse it. A script that
+-- already read the meta hash passes the raw value to seedMaxEvents and spares the read.
 local maxEventsOfRun = nil
+-- "~" trims whole stream nodes (cheap, the stream may run slightly over the limit); a script
+-- that promises the exact limit sets "=" before its first event.
+local eventTrim = "~"
+
+local function seedMaxEvents(raw)
+  if maxEventsOfRun == nil then
+    maxEventsOfRun = tonumber(raw) or 10000
+  end
+end
 
 local function maxEvents(metaKey)
   if maxEventsOfRun == nil then
-    maxEventsOfRun = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+    seedMaxEvents(redis.call("HGET", metaKey, "max-events"))
   end
   return maxEventsOfRun
 end
 
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", event, "jobId",
-    jobId, ...)
+  redis.call("XADD", eventsKey, "MAXLEN", eventTrim, maxEvents(metaKey), "*", "event", event,
+    "jobId", jobId, ...)
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -116,8 +126,10 @@ end
 -- lock it, make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {} and the
 -- milliseconds until the limiter allows another job (0 when there is simply nothing to do).
 local function pickup(queue, token, lockDuration, now, limits)
+  local meta = redis.call("HMGET", queue.meta, "paused", "max-events")
+  seedMaxEvents(meta[2])
+  local paused = meta[1] ~= false
   promoteDueJobs(queue, now)
-  local paused = redis.call("HEXISTS", queue.meta, "paused") == 1
   if paused then
     return { "", {}, 0 }
   end
@@ -130,10 +142,15 @@ local function pickup(queue, token, lockDuration, now, limits)
   if limits.concurrency > 0 and redis.call("LLEN", queue.active) >= limits.concurrency then
     return { "", {}, 0 }
   end
-  local jobId = redis.call("RPOP", queue.wait)
+  -- The oldest waiting job moves to the head of active in one step; the oldest active job is
+  -- therefore at the tail, where the finishing scripts' LREM starts.
+  local jobId = redis.call("LMOVE", queue.wait, queue.active, "RIGHT", "LEFT")
   if not jobId then
     local best = redis.call("ZPOPMIN", queue.prioritized)
     jobId = best[1]
+    if jobId then
+      redis.call("LPUSH", queue.active, jobId)
+    end
   end
   if not jobId then
     refreshMarker(queue.marker, queue.wait, queue.prioritized, queue.delayed, paused)
@@ -144,7 +161,6 @@ local function pickup(queue, token, lockDuration, now, limits)
   end
   local jobKey = queue.prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
-  redis.call("LPUSH", queue.active, jobId)
   redis.call("SREM", queue.stalled, jobId)
   redis.call("HSET", jobKey, "processedOn", now)
   emitEvent(queue.events, queue.meta, "active", jobId, "prev", "waiting")

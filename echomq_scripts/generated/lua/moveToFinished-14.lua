@@ -130,19 +130,29 @@ end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
 -- The limit is read once per script run: every key of one run belongs to one queue, and a run
--- cannot see another client's write, so later events of the same run reuse it.
+-- cannot see another client's write, so later events of the same run reuse it. A script that
+-- already read the meta hash passes the raw value to seedMaxEvents and spares the read.
 local maxEventsOfRun = nil
+-- "~" trims whole stream nodes (cheap, the stream may run slightly over the limit); a script
+-- that promises the exact limit sets "=" before its first event.
+local eventTrim = "~"
+
+local function seedMaxEvents(raw)
+  if maxEventsOfRun == nil then
+    maxEventsOfRun = tonumber(raw) or 10000
+  end
+end
 
 local function maxEvents(metaKey)
   if maxEventsOfRun == nil then
-    maxEventsOfRun = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+    seedMaxEvents(redis.call("HGET", metaKey, "max-events"))
   end
   return maxEventsOfRun
 end
 
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", event, "jobId",
-    jobId, ...)
+  redis.call("XADD", eventsKey, "MAXLEN", eventTrim, maxEvents(metaKey), "*", "event", event,
+    "jobId", jobId, ...)
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -209,8 +219,10 @@ end
 -- lock it, make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {} and the
 -- milliseconds until the limiter allows another job (0 when there is simply nothing to do).
 local function pickup(queue, token, lockDuration, now, limits)
+  local meta = redis.call("HMGET", queue.meta, "paused", "max-events")
+  seedMaxEvents(meta[2])
+  local paused = meta[1] ~= false
   promoteDueJobs(queue, now)
-  local paused = redis.call("HEXISTS", queue.meta, "paused") == 1
   if paused then
     return { "", {}, 0 }
   end
@@ -223,10 +235,15 @@ local function pickup(queue, token, lockDuration, now, limits)
   if limits.concurrency > 0 and redis.call("LLEN", queue.active) >= limits.concurrency then
     return { "", {}, 0 }
   end
-  local jobId = redis.call("RPOP", queue.wait)
+  -- The oldest waiting job moves to the head of active in one step; the oldest active job is
+  -- therefore at the tail, where the finishing scripts' LREM starts.
+  local jobId = redis.call("LMOVE", queue.wait, queue.active, "RIGHT", "LEFT")
   if not jobId then
     local best = redis.call("ZPOPMIN", queue.prioritized)
     jobId = best[1]
+    if jobId then
+      redis.call("LPUSH", queue.active, jobId)
+    end
   end
   if not jobId then
     refreshMarker(queue.marker, queue.wait, queue.prioritized, queue.delayed, paused)
@@ -237,7 +254,6 @@ local function pickup(queue, token, lockDuration, now, limits)
   end
   local jobKey = queue.prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
-  redis.call("LPUSH", queue.active, jobId)
   redis.call("SREM", queue.stalled, jobId)
   redis.call("HSET", jobKey, "processedOn", now)
   emitEvent(queue.events, queue.meta, "active", jobId, "prev", "waiting")
@@ -267,20 +283,22 @@ local lockState = checkLock(jobKey .. ":lock", token)
 if lockState ~= 0 then
   return lockState
 end
-if redis.call("EXISTS", jobKey) == 0 then
-  return -1
-end
 -- Read before anything is written: a failure past this point would leave the job nowhere.
-local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid")
+local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm")
+if not stored[1] then
+  return -1 -- every add stores "opts": a hash without it is no job (or no hash at all)
+end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
+local attemptsMade = (tonumber(stored[4]) or 0) + 1
+-- Every event of this run, the next job's included, trims the stream to exactly max-events.
+eventTrim = "="
 if redis.call("LREM", queue.active, -1, jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
 redis.call("SREM", queue.stalled, jobId)
 
-local attemptsMade = redis.call("HINCRBY", jobKey, "atm", 1)
 local state = outcome
 
 local function releaseParent()
@@ -301,17 +319,19 @@ end
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
-  redis.call("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6], "delay", delay)
+  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace", ARGV[6],
+    "delay", delay)
   redis.call("ZADD", queue.delayed, now + delay, jobId)
   signalWork(queue.marker, now + delay)
   emitEvent(queue.events, queue.meta, "delayed", jobId, "delay", delay, "prev", "active")
   state = "delayed"
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "returnvalue", ARGV[5], "finishedOn", now)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", now)
     releaseParent()
   else
-    redis.call("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6], "finishedOn", now)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
+      ARGV[6], "finishedOn", now)
   end
   redis.call("ZADD", KEYS[12], now, jobId)
   redis.call("INCR", KEYS[13])
@@ -327,6 +347,4 @@ local nextJob = { "", {}, 0 }
 if ARGV[8] == "1" then
   nextJob = pickup(queue, token, lockDuration, now, limits)
 end
--- Trimmed last, so that the next job's events count too.
-redis.call("XTRIM", queue.events, "MAXLEN", maxEvents(queue.meta))
 return { state, nextJob[1], nextJob[2], nextJob[3] }
