@@ -172,7 +172,18 @@ def _verdict(ok: bool) -> str:
 
 
 def overhead_table(rows: Sequence[OverheadRow]) -> str:
-    header = ["script", "mode", "raw us/call", "wrapper us/call", "ratio", "target", ""]
+    header = [
+        "script",
+        "mode",
+        "raw us/call",
+        "wrapper us/call",
+        "ratio",
+        "target",
+        "",
+        "client cpu us: raw",
+        "wrapper",
+        "added",
+    ]
     body = [
         [
             r.script,
@@ -182,6 +193,9 @@ def overhead_table(rows: Sequence[OverheadRow]) -> str:
             f"{r.ratio:.3f} ({100 * (r.ratio - 1):+.1f}%)",
             f"< {OVERHEAD_TARGET:.2f}",
             _verdict(r.ratio < OVERHEAD_TARGET),
+            f"{r.raw_cpu_us:.1f}",
+            f"{r.wrapper_cpu_us:.1f}",
+            f"{r.wrapper_cpu_us - r.raw_cpu_us:+.1f}",
         ]
         for r in rows
     ]

@@ -422,7 +422,8 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         [
             head,
             "",
-            f"wrapper against raw evalsha ({args.calls} calls a round; pipelines of {args.batch})",
+            f"wrapper against raw evalsha ({max(args.calls // 5, args.batch)} calls a round,"
+            f" {args.rounds * 5} rounds; pipelines of {args.batch})",
             report.overhead_table(overhead),
             "",
             f"job cycle through the wrappers, BullMQ's own scripts side by side ({args.jobs} jobs"

@@ -83,6 +83,8 @@ class OverheadRow:
     raw_us: float  # median client wall time per call, raw evalsha
     wrapper_us: float
     ratio: float  # median of the per-round wrapper / raw ratios
+    raw_cpu_us: float  # this thread's CPU time per call: the client's own work, no waiting
+    wrapper_cpu_us: float
     rounds: int
     calls_per_round: int
 
@@ -91,20 +93,36 @@ class _Pair(Protocol):
     def __call__(self, count: int) -> None: ...
 
 
-def _compare(raw: _Pair, wrapper: _Pair, calls: int, rounds: int) -> tuple[float, float, float]:
+@dataclass(frozen=True)
+class _Compared:
+    raw_us: float
+    wrapper_us: float
+    ratio: float
+    raw_cpu_us: float
+    wrapper_cpu_us: float
+
+
+def _compare(raw: _Pair, wrapper: _Pair, calls: int, rounds: int) -> _Compared:
     raw(calls // 10)  # warm-up: connections, script loads, caches
     wrapper(calls // 10)
-    raws: list[float] = []
-    wraps: list[float] = []
+    walls: dict[str, list[float]] = {"raw": [], "wrapper": []}
+    cpus: dict[str, list[float]] = {"raw": [], "wrapper": []}
     for round_ in range(rounds):
-        order = [(raw, raws), (wrapper, wraps)]
-        for side, into in order if round_ % 2 == 0 else reversed(order):
+        order = [("raw", raw), ("wrapper", wrapper)]
+        for name, side in order if round_ % 2 == 0 else reversed(order):
             gc.collect()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             side(calls)
-            into.append((time.perf_counter() - start) / calls * 1e6)
-    ratios = [w / r for w, r in zip(wraps, raws, strict=True)]
-    return statistics.median(raws), statistics.median(wraps), statistics.median(ratios)
+            cpus[name].append((time.thread_time() - cpu) / calls * 1e6)
+            walls[name].append((time.perf_counter() - start) / calls * 1e6)
+    ratios = [w / r for w, r in zip(walls["wrapper"], walls["raw"], strict=True)]
+    return _Compared(
+        statistics.median(walls["raw"]),
+        statistics.median(walls["wrapper"]),
+        statistics.median(ratios),
+        statistics.median(cpus["raw"]),
+        statistics.median(cpus["wrapper"]),
+    )
 
 
 def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[OverheadRow]:
@@ -197,13 +215,28 @@ def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[Ove
                 ),
             ),
         ]
+        # Many short rounds: the two sides of a round run moments apart, so their ratio holds
+        # even when the machine's speed drifts between rounds.
+        short, many = max(calls // 5, batch), rounds * 5
         for script, raw, wrapper, raw_queued, wrapper_queued in cases:
-            raw_us, wrap_us, ratio = _compare(raw, wrapper, calls, rounds)
-            rows.append(OverheadRow(script, "plain", raw_us, wrap_us, ratio, rounds, calls))
-            raw_us, wrap_us, ratio = _compare(
-                pipelined(raw_queued, False), pipelined(wrapper_queued, True), calls, rounds
+            plain = _compare(raw, wrapper, short, many)
+            queued = _compare(
+                pipelined(raw_queued, False), pipelined(wrapper_queued, True), short, many
             )
-            rows.append(OverheadRow(script, "pipelined", raw_us, wrap_us, ratio, rounds, calls))
+            for mode, c in (("plain", plain), ("pipelined", queued)):
+                rows.append(
+                    OverheadRow(
+                        script,
+                        mode,
+                        c.raw_us,
+                        c.wrapper_us,
+                        c.ratio,
+                        c.raw_cpu_us,
+                        c.wrapper_cpu_us,
+                        many,
+                        short,
+                    )
+                )
         return rows
     finally:
         client.flushall()
