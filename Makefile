@@ -25,6 +25,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	tools/setup.sh redis
+	tools/setup.sh valgrind
 	$(BIN)/pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat
 	$(BIN)/python bench/run.py
 

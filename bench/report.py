@@ -17,7 +17,7 @@ from typing import Any
 
 from imports import ImportProfile
 from parsers import ParserResult
-from scriptcost import BulkRow, CycleComparison, OverheadRow
+from scriptcost import BulkRow, CycleComparison, InstructionRow, OverheadRow
 from timing import Measurement
 
 
@@ -242,6 +242,39 @@ def cycle_table(comparisons: Sequence[CycleComparison]) -> str:
     return f"{table(header, body)}\n\n{ratios}"
 
 
+def instruction_table(rows: Sequence[InstructionRow]) -> str:
+    header = [
+        "fetch-next",
+        "EchoMQ instr/job",
+        "BullMQ instr/job",
+        "EchoMQ/BullMQ",
+        "target",
+        "",
+        "rounds differ by",
+        "EchoMQ by phase (per call)",
+        "BullMQ by phase (per call)",
+    ]
+
+    def phases(values: dict[str, float]) -> str:
+        return ", ".join(f"{n} {v / 1000:.0f}k" for n, v in values.items())
+
+    body = [
+        [
+            "on" if r.fetch_next else "off",
+            f"{r.echomq_per_job / 1000:.0f}k",
+            f"{r.bullmq_per_job / 1000:.0f}k",
+            f"{r.ratio:.3f}",
+            f"<= {CYCLE_TARGET}",
+            _verdict(r.ratio <= CYCLE_TARGET),
+            f"{100 * r.spread:.1f}%",
+            phases(r.echomq_by_phase),
+            phases(r.bullmq_by_phase),
+        ]
+        for r in rows
+    ]
+    return table(header, body)
+
+
 def bulk_table(rows: Sequence[BulkRow]) -> str:
     header = ["added by", "jobs/s", "redis us/job", "x BullMQ addBulk", "target", ""]
     body = [
@@ -271,9 +304,16 @@ def _rounded(value: Any) -> Any:
 def script_cost_json(
     overhead: Sequence[OverheadRow],
     cycles: Sequence[CycleComparison],
+    instructions: Sequence[InstructionRow] | None,
     bulk: Sequence[BulkRow],
 ) -> dict[str, Any]:
     return {
+        "job_cycle_instructions": None
+        if instructions is None
+        else [
+            {**_rounded(asdict(r)), "verdict": _verdict(r.ratio <= CYCLE_TARGET)}
+            for r in instructions
+        ],
         "targets": {
             "wrapper_over_raw_below": OVERHEAD_TARGET,
             "cycle_redis_ratio_at_most": CYCLE_TARGET,

@@ -315,6 +315,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=3000, help="calls a round in the wrapper rows")
     parser.add_argument("--batch", type=int, default=100, help="calls per pipeline (default 100)")
     parser.add_argument(
+        "--callgrind-jobs",
+        type=int,
+        default=300,
+        help="jobs a round of the job cycle under callgrind (0: skip those rows)",
+    )
+    parser.add_argument(
         "--json",
         type=Path,
         default=REPO / "bench" / "results.json",
@@ -410,6 +416,12 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         bulk = scriptcost.bulk_add(
             port, bullmq_side.add_bulk, args.jobs, args.batch, args.rounds, _progress
         )
+    instructions = None
+    if server.callgrind_available() and args.callgrind_jobs > 0:
+        with server.callgrind_server() as counted:
+            instructions = scriptcost.job_cycle_instructions(
+                counted, counted.port, bullmq_side.BullCycle, args.callgrind_jobs, 2, _progress
+            )
     where = (
         f"client on CPU {pinned.client_cpus}, redis-server {pinned.version} on CPU"
         f" {pinned.server_cpus}" + (" (shared: one core)" if pinned.shared else "")
@@ -422,8 +434,9 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         [
             head,
             "",
-            f"wrapper against raw evalsha ({max(args.calls // 5, args.batch)} calls a round,"
-            f" {args.rounds * 5} rounds; pipelines of {args.batch})",
+            f"wrapper against raw evalsha: {args.calls} calls, and"
+            f" {max(args.calls // args.batch, 1) * args.rounds} pipelines of {args.batch}, a side;"
+            " the sides take turns; medians",
             report.overhead_table(overhead),
             "",
             f"job cycle through the wrappers, BullMQ's own scripts side by side ({args.jobs} jobs"
@@ -432,6 +445,14 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             "",
             f"bulk add ({args.jobs} jobs a round in MULTI pipelines of {args.batch})",
             report.bulk_table(bulk),
+            "",
+            (
+                "job cycle, the server's instructions under callgrind"
+                f" ({args.callgrind_jobs} jobs, 2 rounds a side, each phase's least round)"
+            ),
+            report.instruction_table(instructions)
+            if instructions is not None
+            else "(skipped: valgrind is not installed, or --callgrind-jobs 0)",
         ]
     )
     data = {
@@ -443,7 +464,8 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         "jobs_per_round": args.jobs,
         "calls_per_round": args.calls,
         "pipeline_batch": args.batch,
-        **report.script_cost_json(overhead, cycles, bulk),
+        "callgrind_jobs": args.callgrind_jobs if instructions is not None else None,
+        **report.script_cost_json(overhead, cycles, instructions, bulk),
     }
     return text, data
 

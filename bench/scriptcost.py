@@ -52,25 +52,39 @@ class Phase:
     wall_s: float
     calls: int
     usec: int
+    instructions: int | None = None  # the server's, when it runs under callgrind
 
     @property
     def usec_per_call(self) -> float:
         return _ratio(self.usec, self.calls)
 
 
-def timed_phase(stats: redis.Redis, calls: int, work: Callable[[], object]) -> Phase:
+class InstructionCounter(Protocol):
+    def zero(self) -> None: ...
+    def read(self) -> int: ...
+
+
+def timed_phase(
+    stats: redis.Redis,
+    calls: int,
+    work: Callable[[], object],
+    counter: InstructionCounter | None = None,
+) -> Phase:
     """Run `work` between CONFIG RESETSTAT and INFO commandstats; it must make `calls` calls."""
     gc.collect()
     stats.config_resetstat()
+    if counter is not None:
+        counter.zero()
     start = time.perf_counter()
     work()
     wall = time.perf_counter() - start
+    instructions = counter.read() if counter is not None else None
     evalsha = stats.info("commandstats").get("cmdstat_evalsha", {})
     # A NOSCRIPT answer (the first call after a start, in the warm-up) counts as a failed call.
     done = int(evalsha.get("calls", 0)) - int(evalsha.get("failed_calls", 0))
     if done != calls:
         raise RuntimeError(f"expected {calls} EVALSHA calls, the server counted {evalsha}")
-    return Phase(wall, done, int(evalsha.get("usec", 0)))
+    return Phase(wall, done, int(evalsha.get("usec", 0)), instructions)
 
 
 # -- 2. wrapper against raw evalsha ----------------------------------------------------------
@@ -82,11 +96,10 @@ class OverheadRow:
     mode: str  # "plain" or "pipelined"
     raw_us: float  # median client wall time per call, raw evalsha
     wrapper_us: float
-    ratio: float  # median of the per-round wrapper / raw ratios
+    ratio: float  # wrapper_us / raw_us
     raw_cpu_us: float  # this thread's CPU time per call: the client's own work, no waiting
     wrapper_cpu_us: float
-    rounds: int
-    calls_per_round: int
+    samples: int  # timed samples a side: calls (plain) or pipelines (pipelined)
 
 
 class _Pair(Protocol):
@@ -102,26 +115,36 @@ class _Compared:
     wrapper_cpu_us: float
 
 
-def _compare(raw: _Pair, wrapper: _Pair, calls: int, rounds: int) -> _Compared:
-    raw(calls // 10)  # warm-up: connections, script loads, caches
-    wrapper(calls // 10)
-    walls: dict[str, list[float]] = {"raw": [], "wrapper": []}
-    cpus: dict[str, list[float]] = {"raw": [], "wrapper": []}
-    for round_ in range(rounds):
-        order = [("raw", raw), ("wrapper", wrapper)]
-        for name, side in order if round_ % 2 == 0 else reversed(order):
-            gc.collect()
-            start, cpu = time.perf_counter(), time.thread_time()
-            side(calls)
-            cpus[name].append((time.thread_time() - cpu) / calls * 1e6)
-            walls[name].append((time.perf_counter() - start) / calls * 1e6)
-    ratios = [w / r for w, r in zip(walls["wrapper"], walls["raw"], strict=True)]
+def _compare(raw: _Pair, wrapper: _Pair, unit: int, samples: int) -> _Compared:
+    """Raw and wrapper take turns, one sample each (`unit` calls: one call, or one pipeline),
+    each sample timed on its own; the medians of the samples.
+
+    Taking turns sample by sample puts the two sides moments apart all along, so a slow spell
+    of the shared machine touches both alike, and the median drops the samples it hit hardest.
+    """
+    raw(unit * 10)  # warm-up: connections, script loads, caches
+    wrapper(unit * 10)
+    walls: dict[str, list[int]] = {"raw": [], "wrapper": []}
+    cpus: dict[str, list[int]] = {"raw": [], "wrapper": []}
+    sides = [("raw", raw), ("wrapper", wrapper)]
+    gc.collect()
+    for sample in range(samples):
+        for name, side in sides if sample % 2 == 0 else reversed(sides):
+            start, cpu = time.perf_counter_ns(), time.thread_time_ns()
+            side(unit)
+            cpus[name].append(time.thread_time_ns() - cpu)
+            walls[name].append(time.perf_counter_ns() - start)
+
+    def per_call(values: list[int]) -> float:
+        return statistics.median(values) / unit / 1000
+
+    raw_us, wrapper_us = per_call(walls["raw"]), per_call(walls["wrapper"])
     return _Compared(
-        statistics.median(walls["raw"]),
-        statistics.median(walls["wrapper"]),
-        statistics.median(ratios),
-        statistics.median(cpus["raw"]),
-        statistics.median(cpus["wrapper"]),
+        raw_us,
+        wrapper_us,
+        wrapper_us / raw_us,
+        per_call(cpus["raw"]),
+        per_call(cpus["wrapper"]),
     )
 
 
@@ -215,15 +238,18 @@ def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[Ove
                 ),
             ),
         ]
-        # Many short rounds: the two sides of a round run moments apart, so their ratio holds
-        # even when the machine's speed drifts between rounds.
-        short, many = max(calls // 5, batch), rounds * 5
         for script, raw, wrapper, raw_queued, wrapper_queued in cases:
-            plain = _compare(raw, wrapper, short, many)
+            plain = _compare(raw, wrapper, 1, calls)
             queued = _compare(
-                pipelined(raw_queued, False), pipelined(wrapper_queued, True), short, many
+                pipelined(raw_queued, False),
+                pipelined(wrapper_queued, True),
+                batch,
+                max(calls // batch, 1) * rounds,
             )
-            for mode, c in (("plain", plain), ("pipelined", queued)):
+            for mode, c, samples in (
+                ("plain", plain, calls),
+                ("pipelined", queued, max(calls // batch, 1) * rounds),
+            ):
                 rows.append(
                     OverheadRow(
                         script,
@@ -233,8 +259,7 @@ def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[Ove
                         c.ratio,
                         c.raw_cpu_us,
                         c.wrapper_cpu_us,
-                        many,
-                        short,
+                        samples,
                     )
                 )
         return rows
@@ -341,12 +366,20 @@ class CycleRound:
 
 
 def one_round(
-    factory: CycleFactory, port: int, stats: redis.Redis, queue: str, jobs: int, fetch_next: bool
+    factory: CycleFactory,
+    port: int,
+    stats: redis.Redis,
+    queue: str,
+    jobs: int,
+    fetch_next: bool,
+    counter: InstructionCounter | None = None,
 ) -> CycleRound:
     side = factory(port, queue, TOKEN)
     try:
         phases = {
-            "add": timed_phase(stats, jobs, lambda: [side.add({"n": n}) for n in range(jobs)])
+            "add": timed_phase(
+                stats, jobs, lambda: [side.add({"n": n}) for n in range(jobs)], counter
+            )
         }
         if fetch_next:
 
@@ -355,14 +388,19 @@ def one_round(
                 while job is not None:
                     job = side.finish(job, True)
 
-            phases["moveToActive + moveToFinished(fetch)"] = timed_phase(stats, jobs + 1, chain)
+            phases["moveToActive + moveToFinished(fetch)"] = timed_phase(
+                stats, jobs + 1, chain, counter
+            )
         else:
             picked: list[Any] = []
             phases["moveToActive"] = timed_phase(
-                stats, jobs, lambda: picked.extend(side.move_to_active() for _ in range(jobs))
+                stats,
+                jobs,
+                lambda: picked.extend(side.move_to_active() for _ in range(jobs)),
+                counter,
             )
             phases["moveToFinished"] = timed_phase(
-                stats, jobs, lambda: [side.finish(job, False) for job in picked]
+                stats, jobs, lambda: [side.finish(job, False) for job in picked], counter
             )
         done = side.completed()
         if done != jobs:
@@ -455,6 +493,80 @@ def job_cycle(
     finally:
         stats.close()
     return comparisons
+
+
+@dataclass(frozen=True)
+class InstructionRow:
+    """The server's instructions per job, EchoMQ against BullMQ, in one mode (callgrind)."""
+
+    fetch_next: bool
+    jobs: int
+    echomq_per_job: float
+    bullmq_per_job: float
+    echomq_by_phase: dict[str, float]  # per call
+    bullmq_by_phase: dict[str, float]
+    ratio: float
+    spread: float  # the largest relative difference between two rounds of one side and phase
+
+
+def job_cycle_instructions(
+    counter: InstructionCounter,
+    port: int,
+    bull: CycleFactory,
+    jobs: int,
+    rounds: int,
+    progress: Callable[[str], None],
+) -> list[InstructionRow]:
+    """The job cycle on a server under callgrind: instructions instead of microseconds."""
+    stats = redis.Redis(host="127.0.0.1", port=port)
+    rows = []
+    try:
+        for fetch_next in (False, True):
+            progress(f"job cycle under callgrind, fetch-next {'on' if fetch_next else 'off'}")
+            done: dict[str, list[CycleRound]] = {}
+            for name, factory in (("EchoMQ", EchoCycle), ("BullMQ", bull)):
+                one_round(factory, port, stats, "warm-up", 20, fetch_next)
+                stats.flushall()
+                done[name] = []
+                for _ in range(rounds):
+                    done[name].append(
+                        one_round(factory, port, stats, "q", jobs, fetch_next, counter)
+                    )
+                    stats.flushall()
+
+            def per_job(side: list[CycleRound]) -> float:
+                names = list(side[0].phases)
+                least = [min(r.phases[n].instructions or 0 for r in side) for n in names]
+                return sum(least) / jobs
+
+            def by_phase(side: list[CycleRound]) -> dict[str, float]:
+                return {
+                    n: min((r.phases[n].instructions or 0) / r.phases[n].calls for r in side)
+                    for n in side[0].phases
+                }
+
+            spread = max(
+                (max(values) - min(values)) / min(values)
+                for side in done.values()
+                for n in side[0].phases
+                if (values := [r.phases[n].instructions or 1 for r in side])
+            )
+            echo, bullmq = per_job(done["EchoMQ"]), per_job(done["BullMQ"])
+            rows.append(
+                InstructionRow(
+                    fetch_next,
+                    jobs,
+                    echo,
+                    bullmq,
+                    by_phase(done["EchoMQ"]),
+                    by_phase(done["BullMQ"]),
+                    echo / bullmq,
+                    spread,
+                )
+            )
+    finally:
+        stats.close()
+    return rows
 
 
 # -- 4. bulk add -----------------------------------------------------------------------------

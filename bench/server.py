@@ -9,7 +9,12 @@ turns on one core; with one core both share it, and the results say so.
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -17,9 +22,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.redis_server import RedisServer, RedisUnavailable, find_binary
+import redis
 
-__all__ = ["Pinned", "RedisUnavailable", "pinned_server"]
+from tests.redis_server import RedisServer, RedisUnavailable, find_binary, free_port
+
+__all__ = [
+    "CallgrindServer",
+    "Pinned",
+    "RedisUnavailable",
+    "callgrind_available",
+    "callgrind_server",
+    "pinned_server",
+]
 
 
 @dataclass(frozen=True)
@@ -59,4 +73,98 @@ def pinned_server() -> Iterator[Pinned]:
         yield Pinned(server, client_cpus, server_cpus, version)
     finally:
         os.sched_setaffinity(0, set(available))
+        server.stop()
+
+
+class CallgrindServer:
+    """A redis-server under valgrind's callgrind: counts the instructions the server runs.
+
+    Instruction counts hardly move with the machine's load, unlike times on a shared VM, so they
+    show what a script costs the server run after run. `zero()` before a phase and `read()` after
+    it give the instructions in between (callgrind_control's zero and dump commands). The server
+    runs `hz 1`, so its once-a-tick housekeeping adds little to a phase.
+    """
+
+    def __init__(self, binary: str) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="emq-callgrind-"))
+        self.port = free_port()
+        self._dumps = 0
+        self.process = subprocess.Popen(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={self.directory / 'cg.out'}",
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--hz",
+                "1",
+                "--dir",
+                str(self.directory),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        client = redis.Redis(host="127.0.0.1", port=self.port)
+        try:
+            while True:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RedisUnavailable("redis-server did not start under valgrind")
+                try:
+                    client.ping()
+                    break
+                except redis.ConnectionError:
+                    time.sleep(0.2)
+        finally:
+            client.close()
+
+    def _control(self, *command: str) -> None:
+        subprocess.run(
+            ["callgrind_control", *command, str(self.process.pid)],
+            check=True,
+            capture_output=True,
+        )
+
+    def zero(self) -> None:
+        self._control("-z")
+
+    def read(self) -> int:
+        """Instructions since the last zero(), from the dump callgrind writes."""
+        self._control("-d")
+        self._dumps += 1
+        dump = self.directory / f"cg.out.{self._dumps}"
+        for line in dump.read_text(errors="replace").splitlines():
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+        raise RuntimeError(f"no instruction total in {dump}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def callgrind_available() -> bool:
+    return shutil.which("valgrind") is not None and shutil.which("callgrind_control") is not None
+
+
+@contextmanager
+def callgrind_server() -> Iterator[CallgrindServer]:
+    server = CallgrindServer(find_binary())
+    try:
+        yield server
+    finally:
         server.stop()

@@ -301,11 +301,14 @@ def _decoder(shape: str) -> Callable[[object], object]:
     if shape.startswith("tuple[") and shape.endswith("]"):
         items = [_decoder(part) for part in split_shape(shape[6:-1], ",")]
 
+        count = len(items)
+
         def as_tuple(reply: object) -> object:
-            values = _as_list(reply)
-            if len(values) != len(items):
-                raise ValueError(f"expected {len(items)} values, got {len(values)}")
-            return tuple([item(value) for item, value in zip(items, values, strict=True)])
+            if type(reply) is not list:
+                reply = _as_list(reply)  # raises unless a list subclass
+            if len(reply) != count:
+                raise ValueError(f"expected {count} values, got {len(reply)}")
+            return tuple([item(value) for item, value in zip(items, reply, strict=True)])
 
         return as_tuple
     raise ValueError(f"unknown return shape {shape!r}")
@@ -588,6 +591,8 @@ def _hash_tag(key: bytes) -> bytes:
 
 class Pending(Generic[T]):
     """A wrapper call queued on a pipeline: `result(replies)` after `execute()`."""
+
+    __slots__ = ("index", "job_id", "script")
 
     def __init__(self, script: Script, index: int, job_id: str | None) -> None:
         self.script = script

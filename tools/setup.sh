@@ -3,6 +3,8 @@
 #   tools/setup.sh venv    create .venv (Python >= 3.11) and install the package with dev tools
 #   tools/setup.sh redis   make sure a redis-server >= 7.0 exists (apt-get when root)
 #   tools/setup.sh node_packages  Node.js and npm (apt-get when root), then tests/node's packages
+#   tools/setup.sh valgrind  valgrind for the benchmark's instruction counts (apt-get when root;
+#                          otherwise a note, and the benchmark leaves those rows out)
 set -euo pipefail
 
 root_install() {
@@ -72,6 +74,18 @@ node_packages() {
     root_install "Node.js and npm" nodejs npm
   fi
   npm ci --prefix tests/node --no-audit --no-fund --silent
+}
+
+valgrind() {
+  if command -v valgrind >/dev/null && command -v callgrind_control >/dev/null; then
+    return
+  fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    root_install "valgrind" valgrind
+  else
+    echo "note: valgrind is not installed: the benchmark's instruction counts are left out" \
+      "(Debian/Ubuntu: sudo apt-get install valgrind)" >&2
+  fi
 }
 
 "$@"

@@ -19,9 +19,7 @@ end
 -- lock it, make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {} and the
 -- milliseconds until the limiter allows another job (0 when there is simply nothing to do).
 local function pickup(queue, token, lockDuration, now, limits)
-  local meta = redis.call("HMGET", queue.meta, "paused", "max-events")
-  seedMaxEvents(meta[2])
-  local paused = meta[1] ~= false
+  local paused = queuePaused(queue.meta)
   promoteDueJobs(queue, now)
   if paused then
     return { "", {}, 0 }
