@@ -1,5 +1,5 @@
 """`python -m echomq_scripts`: the same command line as `echomq-scripts`."""
 
-from .cli import main
+from .entry import main
 
 main()

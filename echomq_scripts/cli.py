@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from . import __version__
+from . import __version__, entry
 from .errors import ConfigError, EchoMQScriptsError
 
 if TYPE_CHECKING:
@@ -113,17 +113,26 @@ def build(
     """
     from .cache import inputs_digest, replay_build, stamp_build
     from .release import load_manifest
-    from .snapshot import take_snapshot
+    from .snapshot import Snapshot, take_snapshot
 
     cache_root = _cache_root(cache_dir, no_cache, src, out)
-    # One read of the sources serves the up-to-date check and the build itself.
-    snapshot = take_snapshot(src) if src.is_dir() else None
     settings = f"src={src}\0strict={strict}"  # findings quote --src as it was typed
-    digest = None
+    # One read of the sources serves the up-to-date check and the build itself; entry.py may
+    # have made both already, for exactly these options, and found the build out of date.
+    handed = entry.prepared
+    snapshot: Snapshot | None
+    digest: str | None = None
+    if handed is not None and handed[0] == (str(src), str(out), str(cache_root), settings):
+        snapshot, digest = handed[1], handed[2]
+    else:
+        snapshot = take_snapshot(src) if src.is_dir() else None
     # A build judged against a previous release always takes the full path.
     if cache_root is not None and snapshot is not None and not check_only and previous is None:
-        digest = inputs_digest(snapshot, src, out, settings)
-        stamp = replay_build(cache_root, digest)
+        if digest is None:
+            digest = inputs_digest(snapshot, src, out, settings)
+            stamp = replay_build(cache_root, digest)
+        else:
+            stamp = None  # entry.py looked and found none
         if stamp is not None:
             # Nothing changed since a build that passed: say what it said, touch nothing.
             _print_findings(stamp["findings"], output_format)

@@ -274,3 +274,87 @@ def test_a_cache_inside_the_sources_or_the_output_is_refused(in_tmp: Path, where
     assert result.exit_code == 2
     assert "lies inside" in result.stderr
     assert not Path(where).exists()
+
+
+# -- the console script: a no-op build answered before click loads (echomq_scripts/entry.py) --
+
+
+def run_console(*args: str) -> subprocess.CompletedProcess[str]:
+    """`echomq-scripts ...` as installed: python -m runs the same entry point."""
+    return subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", *args], capture_output=True, text=True
+    )
+
+
+def test_console_no_op_answers_as_the_full_command_does(in_tmp: Path) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = str(in_tmp / "cache")
+    first = run_console("build", "--cache-dir", cache)
+    assert (first.returncode, first.stdout) == (
+        0,
+        "wrote build (3 scripts, 3 analysed, 0 from cache)\n",
+    )
+    for options in ([], ["--format", "json"], ["--format=json", "--no-strict"]):
+        quick = run_console("build", f"--cache-dir={cache}", *options)
+        full = invoke("build", "--cache-dir", cache, *options)
+        assert (quick.returncode, quick.stdout, quick.stderr) == (
+            full.exit_code,
+            full.stdout,
+            full.stderr,
+        )
+    assert "up to date: build (3 scripts" in run_console("build", "--cache-dir", cache).stdout
+    assert "[shadowed-local]" in run_console("build", "--cache-dir", cache).stderr
+
+
+def test_console_hands_everything_else_to_the_full_command(in_tmp: Path) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = str(in_tmp / "cache")
+    assert run_console("build", "--cache-dir", cache).returncode == 0
+    # An out-of-date build: entry.py looked, found no stamp, and the full build ran.
+    include = Path("lua_src/includes/countJob.lua")
+    include.write_text(include.read_text() + "-- changed\n")
+    rebuilt = run_console("build", "--cache-dir", cache)
+    assert rebuilt.stdout == "wrote build (3 scripts, 2 analysed, 1 from cache)\n"
+    assert "-- changed" in Path("build/scripts/acrossFiles-1.lua").read_text()
+    # Options the quick path does not take, and mistakes, get click's own answers.
+    misspelt = run_console("build", "--cache-dir", cache, "--sorce", "x")
+    assert misspelt.returncode == 2
+    assert "No such option '--sorce'" in misspelt.stderr
+    assert run_console("build", "--cache-dir", cache, "--format", "xml").returncode == 2
+    checked = run_console("build", "--cache-dir", cache, "--check")
+    assert (checked.returncode, checked.stdout) == (0, "")
+    assert "Usage: echomq-scripts build" in run_console("build", "--help").stdout
+
+
+def test_the_quick_path_reads_build_options_as_click_does() -> None:
+    from echomq_scripts.entry import _plain_build
+
+    assert _plain_build(["build"]) == {
+        "src": "lua_src",
+        "out": "build",
+        "cache_dir": None,
+        "format": "text",
+        "strict": None,
+    }
+    parsed = _plain_build(["build", "--src=s", "--out", "o", "--strict", "--format", "json"])
+    assert parsed is not None
+    assert (parsed["src"], parsed["out"], parsed["strict"], parsed["format"]) == (
+        "s",
+        "o",
+        True,
+        "json",
+    )
+    for argv in (
+        ["check"],
+        ["build", "--check"],
+        ["build", "--no-cache"],
+        ["build", "--previous", "x"],
+        ["build", "--src"],
+        ["build", "--src="],
+        ["build", "-h"],
+        ["build", "extra"],
+        ["build", "--format", "yaml"],
+    ):
+        assert _plain_build(argv) is None, argv
