@@ -312,7 +312,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--jobs", type=int, default=2000, help="jobs a round in the job cycle and bulk add"
     )
-    parser.add_argument("--calls", type=int, default=3000, help="calls a round in the wrapper rows")
+    parser.add_argument(
+        "--calls", type=int, default=20000, help="timed calls a side in the wrapper rows"
+    )
     parser.add_argument("--batch", type=int, default=100, help="calls per pipeline (default 100)")
     parser.add_argument(
         "--callgrind-jobs",

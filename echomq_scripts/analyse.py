@@ -12,7 +12,7 @@ and a method body has an implicit `self`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from .redis_lua import GLOBALS, LIBRARY_FIELDS, MISSING_GLOBALS
@@ -68,7 +68,21 @@ class Facts:
     key_args: list[tuple[int, int, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # What dataclasses.asdict gives, without its deep copies: a cold build writes one of
+        # these per script.
+        def use(table: TableUse) -> dict[str, Any]:
+            return {"literal": table.literal, "dynamic": table.dynamic, "whole": table.whole}
+
+        return {
+            "syntax": self.syntax,
+            "findings": [vars(f).copy() for f in self.findings],
+            "keys": use(self.keys),
+            "argv": use(self.argv),
+            "returned_codes": self.returned_codes,
+            "top_decls": [vars(d).copy() for d in self.top_decls],
+            "top_statement_rows": self.top_statement_rows,
+            "key_args": self.key_args,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Facts:
@@ -487,9 +501,16 @@ class _Walker:
         ARGV, or is a bare literal, could name a key on another Cluster slot.
         """
         origin: dict[int, str] = {}  # binding id -> "keys" or "argv"
+        # Per expression, walked once: what it reads directly (globals, literals) and the
+        # bindings whose origin it takes on. The fixpoint below then only looks these up.
+        walked: dict[int, tuple[set[str], set[int]]] = {}
 
-        def reads(node: Any) -> set[str]:
-            found: set[str] = set()
+        def refs(node: Any) -> tuple[set[str], set[int]]:
+            known = walked.get(node.id)
+            if known is not None:
+                return known
+            direct: set[str] = set()
+            bound: set[int] = set()
             stack = [node]
             while stack:
                 current = stack.pop()
@@ -497,13 +518,18 @@ class _Walker:
                     binding = self.resolved[current.id]
                     if binding is None:
                         name = current.text.decode("utf-8")
-                        found.add({"KEYS": "keys", "ARGV": "argv"}.get(name, "unknown"))
+                        direct.add({"KEYS": "keys", "ARGV": "argv"}.get(name, "unknown"))
                     else:
-                        found.add(origin.get(id(binding), "unknown"))
+                        bound.add(id(binding))
                 elif current.type in ("string", "number"):
-                    found.add("literal")
+                    direct.add("literal")
                 stack.extend(current.named_children)
-            return found
+            walked[node.id] = (direct, bound)
+            return direct, bound
+
+        def reads(node: Any) -> set[str]:
+            direct, bound = refs(node)
+            return direct | {origin.get(b, "unknown") for b in bound}
 
         for source in ("keys", "argv"):
             changed = True

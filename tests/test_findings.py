@@ -56,3 +56,23 @@ def test_syntax_verdict_matches_redis(script: Path, r: redis.Redis) -> None:
     assert line == min(int(redis_says[1]), last_line)
     # redis-py shows a lone byte of a broken character as U+FFFD; we show it as \xNN.
     assert redis_says[2].strip() in re.sub(r"\\x[0-9a-f]{2}", "\ufffd", ours[0])
+
+
+def test_cached_facts_hold_every_field_and_read_back_equal() -> None:
+    import dataclasses
+    import json
+
+    from echomq_scripts.analyse import Facts, analyse
+
+    # A script with findings, KEYS and ARGV uses, codes, top-level locals and key arguments.
+    generated = Path(__file__).parent.parent / "echomq_scripts" / "generated" / "lua"
+    extra = "local unused = 1\nlocal x = ARGV[1]\nlocal x = 2\nredis.call('GET', x)\n"
+    text = extra + (generated / "moveToFinished-14.lua").read_text()
+    facts = analyse(text)
+    assert facts.findings
+    assert facts.key_args
+    assert facts.returned_codes
+    assert facts.top_decls
+    as_json = json.loads(json.dumps(facts.to_json()))
+    assert as_json == json.loads(json.dumps(dataclasses.asdict(facts)))
+    assert Facts.from_json(as_json) == facts
