@@ -53,6 +53,7 @@ _PIPELINES = (*_PLAIN_PIPELINES, *_CLUSTER_PIPELINES)
 # class hierarchy.
 _CHECKED_SYNC: set[type] = set()
 _CHECKED_ASYNC: set[type] = set()
+_CHECKED_PLAIN_PIPELINES: set[type] = set()
 
 
 class ScriptError(Exception):
@@ -523,6 +524,17 @@ class Script:
         owns the keys' slot; an asyncio cluster pipeline cannot load while queueing at all: call
         `aload_all` first there.
         """
+        if type(pipe) in _CHECKED_PLAIN_PIPELINES:
+            # The common case, without the checks of the general path below for other kinds.
+            if pipe.watching and not pipe.explicit_transaction:  # type: ignore[union-attr]
+                raise ArgumentError(
+                    f"{self.spec.script_id}: call pipe.multi() before queueing after WATCH"
+                )
+            if self._body is None:
+                self.body  # noqa: B018 - the first use checks the body before anything is sent
+            pipe.scripts.add(self)  # type: ignore[union-attr, arg-type]
+            pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
+            return len(pipe.command_stack) - 1  # type: ignore[union-attr]
         script_id = self.spec.script_id
         if not isinstance(pipe, _PIPELINES):
             raise ArgumentError(
@@ -533,6 +545,7 @@ class Script:
             raise ArgumentError(f"{script_id}: call pipe.multi() before queueing after WATCH")
         body = self.body
         if isinstance(pipe, _PLAIN_PIPELINES):
+            _CHECKED_PLAIN_PIPELINES.add(type(pipe))
             pipe.scripts.add(self)  # type: ignore[arg-type]
             pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
         else:
