@@ -67,16 +67,14 @@ local lockState = checkLock(jobKey .. ":lock", token)
 if lockState ~= 0 then
   return lockState
 end
+if redis.call("EXISTS", jobKey) == 0 then
+  return -1
+end
 -- Read before anything is written: a failure past this point would leave the job nowhere.
 local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm")
-if not stored[1] then
-  return -1 -- every add stores "opts": a hash without it is no job (or no hash at all)
-end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
 local attemptsMade = (tonumber(stored[4]) or 0) + 1
--- Every event of this run, the next job's included, trims the stream to exactly max-events.
-eventTrim = "="
 if redis.call("LREM", queue.active, -1, jobId) == 0 then
   return -3
 end
@@ -131,4 +129,7 @@ local nextJob = { "", {}, 0 }
 if ARGV[8] == "1" then
   nextJob = pickup(queue, token, lockDuration, now, limits)
 end
+-- Trimmed last, so that the next job's events count too.
+local maxEvents = tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000
+redis.call("XTRIM", queue.events, "MAXLEN", maxEvents)
 return { state, nextJob[1], nextJob[2], nextJob[3] }

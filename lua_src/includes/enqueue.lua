@@ -7,26 +7,18 @@ local function priorityScore(priority, pcKey)
   return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
--- Whether the queue is paused: one read of its meta hash, which also gives the run its events'
--- length limit.
-local function queuePaused(metaKey)
-  local meta = redis.call("HMGET", metaKey, "paused", "max-events")
-  seedMaxEvents(meta[2])
-  return meta[1] ~= false
-end
-
 -- Puts a job that is ready to run where workers take it: prioritized when it has a priority,
 -- else paused when the queue is paused, else wait (LPUSH: workers take from the other end).
 -- Returns the state it went to.
 local function enqueueReady(queue, jobId, priority)
   if priority > 0 then
     redis.call("ZADD", queue.prioritized, priorityScore(priority, queue.pc), jobId)
-    if not queuePaused(queue.meta) then
+    if redis.call("HEXISTS", queue.meta, "paused") == 0 then
       signalWork(queue.marker, 0)
     end
     return "prioritized"
   end
-  if queuePaused(queue.meta) then
+  if redis.call("HEXISTS", queue.meta, "paused") == 1 then
     redis.call("LPUSH", queue.paused, jobId)
     return "paused"
   end

@@ -19,7 +19,7 @@ end
 -- lock it, make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {} and the
 -- milliseconds until the limiter allows another job (0 when there is simply nothing to do).
 local function pickup(queue, token, lockDuration, now, limits)
-  local paused = queuePaused(queue.meta)
+  local paused = redis.call("HEXISTS", queue.meta, "paused") == 1
   promoteDueJobs(queue, now)
   if paused then
     return { "", {}, 0 }

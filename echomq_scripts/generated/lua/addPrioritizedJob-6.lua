@@ -96,30 +96,9 @@ local function addArgs()
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
--- The limit is read once per script run: every key of one run belongs to one queue, and a run
--- cannot see another client's write, so later events of the same run reuse it. A script that
--- already read the meta hash passes the raw value to seedMaxEvents and spares the read.
-local maxEventsOfRun = nil
--- "~" trims whole stream nodes (cheap, the stream may run slightly over the limit); a script
--- that promises the exact limit sets "=" before its first event.
-local eventTrim = "~"
-
-local function seedMaxEvents(raw)
-  if maxEventsOfRun == nil then
-    maxEventsOfRun = tonumber(raw) or 10000
-  end
-end
-
-local function maxEvents(metaKey)
-  if maxEventsOfRun == nil then
-    seedMaxEvents(redis.call("HGET", metaKey, "max-events"))
-  end
-  return maxEventsOfRun
-end
-
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "MAXLEN", eventTrim, maxEvents(metaKey), "*", "event", event,
-    "jobId", jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -147,26 +126,18 @@ local function priorityScore(priority, pcKey)
   return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
--- Whether the queue is paused: one read of its meta hash, which also gives the run its events'
--- length limit.
-local function queuePaused(metaKey)
-  local meta = redis.call("HMGET", metaKey, "paused", "max-events")
-  seedMaxEvents(meta[2])
-  return meta[1] ~= false
-end
-
 -- Puts a job that is ready to run where workers take it: prioritized when it has a priority,
 -- else paused when the queue is paused, else wait (LPUSH: workers take from the other end).
 -- Returns the state it went to.
 local function enqueueReady(queue, jobId, priority)
   if priority > 0 then
     redis.call("ZADD", queue.prioritized, priorityScore(priority, queue.pc), jobId)
-    if not queuePaused(queue.meta) then
+    if redis.call("HEXISTS", queue.meta, "paused") == 0 then
       signalWork(queue.marker, 0)
     end
     return "prioritized"
   end
-  if queuePaused(queue.meta) then
+  if redis.call("HEXISTS", queue.meta, "paused") == 1 then
     redis.call("LPUSH", queue.paused, jobId)
     return "paused"
   end
