@@ -116,10 +116,10 @@ def build(
     from .snapshot import Snapshot, take_snapshot
 
     cache_root = _cache_root(cache_dir, no_cache, src, out)
-    settings = f"src={src}\0strict={strict}"  # findings quote --src as it was typed
+    settings = entry.build_settings(src, strict)
     # One read of the sources serves the up-to-date check and the build itself; entry.py may
     # have made both already, for exactly these options, and found the build out of date.
-    handed = entry.prepared
+    handed, entry.prepared = entry.prepared, None
     snapshot: Snapshot | None
     digest: str | None = None
     if handed is not None and handed[0] == (str(src), str(out), str(cache_root), settings):
@@ -376,8 +376,7 @@ def _print_summary(
     output_format: str, state: str, out: Path, scripts: int, analysed: int, cached: int
 ) -> None:
     if output_format == "text":
-        noun = "script" if scripts == 1 else "scripts"
-        click.echo(f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)")
+        click.echo(entry.summary_line(state, out, scripts, analysed, cached))
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ Whatever this module does not recognise as a plain build (another command, --che
 
 from __future__ import annotations
 
+import os
 import sys
 
 # The options of `build` this path understands, and the name cli.build gives each value.
@@ -50,6 +51,44 @@ def _plain_build(argv: list[str]) -> dict[str, str | bool | None] | None:
     return found
 
 
+def build_settings(src: object, strict: bool | None) -> str:
+    """The command-line settings a build stamp depends on; findings quote --src as typed."""
+    return f"src={src}\0strict={strict}"
+
+
+def summary_line(state: str, out: object, scripts: int, analysed: int, cached: int) -> str:
+    noun = "script" if scripts == 1 else "scripts"
+    return f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)"
+
+
+def _stamped_answer(options: dict[str, str | bool | None]) -> tuple[str, str] | None:
+    """What the identical earlier build printed (stdout, stderr), or None to hand over."""
+    global prepared
+    from pathlib import Path
+
+    from .cache import default_cache_dir, inputs_digest, replay_build
+    from .snapshot import take_snapshot
+
+    src, out = Path(str(options["src"])), Path(str(options["out"]))
+    cache_dir = options["cache_dir"]
+    cache_root = Path(cache_dir) if isinstance(cache_dir, str) else default_cache_dir()
+    if not src.is_dir() or any(
+        cache_root.resolve().is_relative_to(tree.resolve()) for tree in (src, out)
+    ):
+        return None  # cli.py says what is wrong
+    snapshot = take_snapshot(src)
+    settings = build_settings(src, options["strict"])  # type: ignore[arg-type]
+    digest = inputs_digest(snapshot, src, out, settings)
+    stamp = replay_build(cache_root, digest)
+    if stamp is None:
+        prepared = ((str(src), str(out), str(cache_root), settings), snapshot, digest)
+        return None
+    findings, scripts = stamp["findings"], stamp["scripts"]
+    if options["format"] == "json":
+        return findings["json"], ""
+    return summary_line("up to date:", out, scripts, 0, scripts) + "\n", findings["text"]
+
+
 def answer_no_op(argv: list[str]) -> int | None:
     """0 after printing what the identical earlier build printed; None to hand over to cli.py."""
     global prepared
@@ -57,41 +96,30 @@ def answer_no_op(argv: list[str]) -> int | None:
     if options is None:
         return None
     try:
-        from pathlib import Path
-
-        from .cache import default_cache_dir, inputs_digest, replay_build
-        from .snapshot import take_snapshot
-
-        src, out = Path(str(options["src"])), Path(str(options["out"]))
-        cache_dir = options["cache_dir"]
-        cache_root = Path(cache_dir) if isinstance(cache_dir, str) else default_cache_dir()
-        if not src.is_dir() or any(
-            cache_root.resolve().is_relative_to(tree.resolve()) for tree in (src, out)
-        ):
-            return None  # cli.py says what is wrong
-        snapshot = take_snapshot(src)
-        settings = f"src={src}\0strict={options['strict']}"  # as cli.build spells it
-        digest = inputs_digest(snapshot, src, out, settings)
-        stamp = replay_build(cache_root, digest)
-        if stamp is None:
-            prepared = ((str(src), str(out), str(cache_root), settings), snapshot, digest)
-            return None
-        findings, scripts = stamp["findings"], stamp["scripts"]
-        if options["format"] == "json":
-            sys.stdout.write(findings["json"])
-        else:
-            sys.stderr.write(findings["text"])
-            noun = "script" if scripts == 1 else "scripts"
-            summary = f"({scripts} {noun}, 0 analysed, {scripts} from cache)"
-            sys.stdout.write(f"up to date: {out} {summary}\n")
-        return 0
+        answer = _stamped_answer(options)
     except Exception:  # the full command line meets the same problem and reports it properly
         prepared = None
         return None
+    if answer is None:
+        return None
+    stdout, stderr = answer
+    try:
+        sys.stderr.write(stderr)
+        sys.stdout.write(stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # As click does: the reader went away; say nothing more.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces stdout for the exit flush
+        return 1
+    return 0
 
 
 def main() -> None:
-    code = answer_no_op(sys.argv[1:])
+    try:
+        code = answer_no_op(sys.argv[1:])
+    except KeyboardInterrupt:
+        sys.stderr.write("Aborted!\n")  # what click prints
+        sys.exit(1)
     if code is not None:
         sys.exit(code)
     from .cli import main as full_command_line

@@ -117,6 +117,8 @@ class NotLoadedError(ScriptError):
 # One function per header type: the generated wrapper calls the one its header names, so no
 # call pays for choosing. Each returns the bytes Redis receives; redis-py sends bytes as they
 # are, so a string is encoded once (here, where a lone surrogate can be refused by name).
+# Strings always go out as UTF-8, the protocol's text encoding, whatever encoding= the client
+# was created with.
 
 
 def _refuse(script: str, name: str, expected: str, value: object) -> ArgumentError:
@@ -420,6 +422,9 @@ class Script:
         """The script's keys for `queue`, from its templates and the ids they name."""
         # Runs on every call: the queue's part of every key is filled once per queue and kept,
         # so a call only copies the list and fills the keys that name an id.
+        if type(queue) is not str:
+            # Refused by name before the lookup, which a list or another unhashable would fail.
+            check_name(self.spec.script_id, "queue", queue)
         filled = self._by_queue.get(queue)
         if filled is None:
             filled = self._fill_queue(queue)
@@ -432,6 +437,10 @@ class Script:
             for index, pieces in slots:
                 keys[index] = "".join([str(ids[t]) if is_id else t for is_id, t in pieces])
         return keys
+
+    def build_keys(self, queue: str, values: Mapping[str, object]) -> list[str]:
+        """`keys_for` under the name that packages generated before it call."""
+        return self.keys_for(queue, values)
 
     def _fill_queue(self, queue: str) -> _QueueKeys:
         check_name(self.spec.script_id, "queue", queue)
@@ -525,7 +534,7 @@ class Script:
         `aload_all` first there.
         """
         if type(pipe) in _CHECKED_PLAIN_PIPELINES:
-            # The common case, without the checks of the general path below for other kinds.
+            # A plain pipeline of a kind already checked: nothing more to find out about it.
             if pipe.watching and not pipe.explicit_transaction:  # type: ignore[union-attr]
                 raise ArgumentError(
                     f"{self.spec.script_id}: call pipe.multi() before queueing after WATCH"
@@ -535,28 +544,28 @@ class Script:
             pipe.scripts.add(self)  # type: ignore[union-attr, arg-type]
             pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
             return len(pipe.command_stack) - 1  # type: ignore[union-attr]
-        script_id = self.spec.script_id
         if not isinstance(pipe, _PIPELINES):
             raise ArgumentError(
-                f"{script_id}: the _pipeline wrapper takes a pipeline, got {type(pipe).__name__}"
+                f"{self.spec.script_id}: the _pipeline wrapper takes a pipeline, got"
+                f" {type(pipe).__name__}"
             )
-        if getattr(pipe, "watching", False) and not getattr(pipe, "explicit_transaction", False):
-            # After WATCH and before MULTI, redis-py runs commands at once instead of queueing.
-            raise ArgumentError(f"{script_id}: call pipe.multi() before queueing after WATCH")
-        body = self.body
         if isinstance(pipe, _PLAIN_PIPELINES):
             _CHECKED_PLAIN_PIPELINES.add(type(pipe))
-            pipe.scripts.add(self)  # type: ignore[arg-type]
-            pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
-        else:
-            if isinstance(pipe, redis.cluster.ClusterPipeline):
-                node = pipe.nodes_manager.get_node_from_slot(
-                    key_slot(_as_bytes(keys[0])) if keys else 0
-                )
-                node.redis_connection.script_load(body)
-            # redis-py blocks the evalsha() method on cluster pipelines, not the command: it
-            # routes EVALSHA by its keys like any other.
-            pipe.execute_command("EVALSHA", self.spec.sha1, len(keys), *keys, *args)
+            return self.queue(pipe, keys, args)
+        if getattr(pipe, "watching", False) and not getattr(pipe, "explicit_transaction", False):
+            # After WATCH and before MULTI, redis-py runs commands at once instead of queueing.
+            raise ArgumentError(
+                f"{self.spec.script_id}: call pipe.multi() before queueing after WATCH"
+            )
+        body = self.body
+        if isinstance(pipe, redis.cluster.ClusterPipeline):
+            node = pipe.nodes_manager.get_node_from_slot(
+                key_slot(_as_bytes(keys[0])) if keys else 0
+            )
+            node.redis_connection.script_load(body)
+        # redis-py blocks the evalsha() method on cluster pipelines, not the command: it
+        # routes EVALSHA by its keys like any other.
+        pipe.execute_command("EVALSHA", self.spec.sha1, len(keys), *keys, *args)
         # Every redis-py pipeline's len() is the number of commands queued so far.
         return len(pipe) - 1
 

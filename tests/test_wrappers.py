@@ -191,6 +191,11 @@ def test_queue_keys_kept_between_calls_stay_right_and_bounded() -> None:
         assert g.extend_lock_keys(f"q{n}", "1").lock == f"emq:{{q{n}}}:1:lock"
     assert len(script._by_queue) <= runtime._QUEUES_KEPT
     assert g.extend_lock_keys("mail", "7").lock == LOCK
+    # A value that is no str is refused by name, an unhashable one included.
+    with pytest.raises(ArgumentError, match="queue must be a non-empty str"):
+        script.keys_for(["mail"], {"job_id": "7"})  # type: ignore[arg-type]
+    # Packages generated before keys_for call build_keys.
+    assert script.build_keys("mail", {"job_id": "7"}) == [LOCK, STALLED]
 
 
 # -- argument checks ---------------------------------------------------------------------
