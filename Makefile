@@ -25,7 +25,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	tools/setup.sh redis
-	tools/setup.sh valgrind
+	tools/setup.sh valgrind_tools
 	$(BIN)/pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat
 	$(BIN)/python bench/run.py
 

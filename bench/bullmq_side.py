@@ -14,8 +14,6 @@ jobs kept (removeOnComplete false), a 30 s lock, no rate limiter, no metrics.
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,13 +22,9 @@ import redis
 from bullmq import Job, Queue
 from bullmq.redis_connection import SCRIPT_DEFINITIONS, loadScript
 from bullmq.scripts import Scripts, raw2NextJobData
+from scriptcost import LOCK_MS, MAX_EVENTS, now_ms
 
 PREFIX = "bull"
-LOCK_MS = 30_000
-
-
-def _ms() -> int:
-    return round(time.time() * 1000)
 
 
 class BullCycle:
@@ -50,6 +44,8 @@ class BullCycle:
         }
         self.scripts = Scripts(PREFIX, queue, SimpleNamespace(conn=self.client, commands=commands))
         self.name = queue
+        # The stream's limit, where BullMQ's scripts read it: the same as the EchoMQ side's.
+        self.client.hset(f"{PREFIX}:{queue}:meta", "opts.maxLenEvents", MAX_EVENTS)
 
     def add(self, data: dict[str, Any]) -> str:
         job = Job(self.queue, "job", data, {})
@@ -73,7 +69,7 @@ class BullCycle:
             ]
         )
         options = {"token": self.token, "lockDuration": LOCK_MS, "limiter": None}
-        args = [self.scripts.keys[""], _ms(), msgpack.packb(options, use_bin_type=True)]
+        args = [self.scripts.keys[""], now_ms(), msgpack.packb(options, use_bin_type=True)]
         return self._job(self.scripts.commands["moveToActive"](keys=keys, args=args))
 
     def finish(self, job: Job, fetch_next: bool) -> Job | None:
@@ -99,25 +95,26 @@ class BullCycle:
         self.client.close()
 
 
-def add_bulk(port: int, queue: str, batches: int, size: int) -> list[str]:
-    """`batches` calls of BullMQ's own Queue.addBulk with `size` jobs each; the ids, in order."""
+class BulkAdd:
+    """BullMQ's own Queue.addBulk, `size` jobs a call; the Queue (which reads and registers
+    BullMQ's scripts) is made before the timed part, as a long-lived producer has it."""
 
-    async def run() -> list[str]:
+    def __init__(self, port: int, queue: str) -> None:
         url = f"redis://127.0.0.1:{port}"
-        bull = Queue(queue, {"connection": url, "prefix": PREFIX})
-        ids: list[str] = []
-        try:
-            for batch in range(batches):
-                jobs = [{"name": "job", "data": {"n": batch * size + i}} for i in range(size)]
-                added = await bull.addBulk(jobs)
-                ids += [str(job.id) for job in added]
-        finally:
-            await bull.close()
-        return ids
+        self.queue = Queue(queue, {"connection": url, "prefix": PREFIX})
+        with redis.Redis(host="127.0.0.1", port=port) as setup:
+            setup.hset(f"{PREFIX}:{queue}:meta", "opts.maxLenEvents", MAX_EVENTS)
 
-    return asyncio.run(run())
+    def __call__(self, batches: int, size: int) -> list[str]:
+        async def run() -> list[str]:
+            ids: list[str] = []
+            try:
+                for batch in range(batches):
+                    jobs = [{"name": "job", "data": {"n": batch * size + i}} for i in range(size)]
+                    added = await self.queue.addBulk(jobs)
+                    ids += [str(job.id) for job in added]
+            finally:
+                await self.queue.close()
+            return ids
 
-
-def data_json(data: dict[str, Any]) -> str:
-    """How BullMQ serialises a job's data (compact JSON), for the EchoMQ rows to match."""
-    return json.dumps(data, separators=(",", ":"), allow_nan=False)
+        return asyncio.run(run())

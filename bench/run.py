@@ -416,7 +416,7 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             port, bullmq_side.BullCycle, args.jobs, args.rounds, _progress
         )
         bulk = scriptcost.bulk_add(
-            port, bullmq_side.add_bulk, args.jobs, args.batch, args.rounds, _progress
+            port, bullmq_side.BulkAdd, args.jobs, args.batch, args.rounds, _progress
         )
     instructions = None
     if server.callgrind_available() and args.callgrind_jobs > 0:
@@ -428,10 +428,7 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         f"client on CPU {pinned.client_cpus}, redis-server {pinned.version} on CPU"
         f" {pinned.server_cpus}" + (" (shared: one core)" if pinned.shared else "")
     )
-    head = (
-        f"script cost: {where}; {args.rounds} rounds, sides alternating; medians, ratios are"
-        " medians of per-round ratios"
-    )
+    head = f"script cost: {where}; {args.rounds} rounds, sides alternating"
     text = "\n".join(
         [
             head,

@@ -3,9 +3,9 @@ BullMQ's own scripts side by side on the same server in the same run.
 
 How to read the numbers:
 - Client-side rows (`us/call`, `jobs/s`) are wall time in this process, which is pinned to one
-  core while redis-server runs on another (server.py). Every comparison is made in rounds that
-  alternate which side goes first; a row is the median over the rounds, and a ratio is the
-  median of the per-round ratios, so a slow spell of the machine touches both sides alike.
+  core while redis-server runs on another (server.py). The wrapper rows take turns call by call
+  (or pipeline by pipeline) and compare the medians; the job-cycle and bulk-add rounds alternate
+  which side goes first, and a rate ratio is the median of the per-round ratios.
 - Redis-side rows (`redis us`) come from `INFO commandstats`: the server's own time inside
   EVALSHA, reset with `CONFIG RESETSTAT` before each phase, so they hold the scripts' work and
   none of the network or the client. Each phase checks that it made exactly the calls it should.
@@ -32,9 +32,13 @@ from echomq_scripts.generated import scripts as emq
 
 LOCK_MS = 30_000
 TOKEN = "bench-worker:1"
+# Both sides' event streams are capped at this length (EchoMQ's `max-events`, BullMQ's
+# `opts.maxLenEvents`), low enough that every round runs with a full stream, trimmed as it grows,
+# as a queue that has run for a while does.
+MAX_EVENTS = 100
 
 
-def _ms() -> int:
+def now_ms() -> int:
     return round(time.time() * 1000)
 
 
@@ -161,12 +165,12 @@ def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[Ove
             name="job",
             data="{}",
             opts="{}",
-            now=_ms(),
+            now=now_ms(),
             dedup_id="",
             parent_id="",
         )
         emq.load_all(client)
-        now = _ms()
+        now = now_ms()
         state_keys = emq.get_job_state_keys(queue)
         add_keys = emq.add_standard_job_keys(queue)
         state_sha = emq._GET_JOB_STATE.spec.sha1
@@ -292,6 +296,7 @@ class EchoCycle:
         self.client = redis.Redis(host="127.0.0.1", port=port)
         self.queue = queue
         self.token = token
+        self.client.hset(f"emq:{{{queue}}}:meta", "max-events", MAX_EVENTS)
 
     def add(self, data: dict[str, Any]) -> str:
         job_id, _ = emq.add_standard_job(
@@ -301,7 +306,7 @@ class EchoCycle:
             name="job",
             data=json.dumps(data, separators=(",", ":")),
             opts="{}",
-            now=_ms(),
+            now=now_ms(),
             dedup_id="",
             parent_id="",
         )
@@ -313,7 +318,7 @@ class EchoCycle:
             queue=self.queue,
             token=self.token,
             lock_duration=LOCK_MS,
-            now=_ms(),
+            now=now_ms(),
             limit_max=0,
             limit_duration=0,
             concurrency=0,
@@ -326,7 +331,7 @@ class EchoCycle:
             queue=self.queue,
             job_id=job,
             token=self.token,
-            now=_ms(),
+            now=now_ms(),
             outcome="completed",
             result=json.dumps("ok"),
             stacktrace="",
@@ -580,69 +585,91 @@ class BulkRow:
     ratio_to_bullmq: float  # median per-round jobs/s against BullMQ's addBulk
 
 
-def _echo_bulk_sync(port: int, queue: str, batches: int, size: int) -> list[str]:
-    client = redis.Redis(host="127.0.0.1", port=port)
-    ids: list[str] = []
-    try:
-        for batch in range(batches):
-            pipe = client.pipeline(transaction=True)
-            pending = [
-                emq.add_standard_job_pipeline(
-                    pipe,
-                    queue=queue,
-                    job_id="",
-                    name="job",
-                    data=json.dumps({"n": batch * size + i}, separators=(",", ":")),
-                    opts="{}",
-                    now=_ms(),
-                    dedup_id="",
-                    parent_id="",
-                )
-                for i in range(size)
-            ]
-            replies = pipe.execute()
-            ids += [item.result(replies)[0] for item in pending]
-    finally:
-        client.close()
-    return ids
+def _job_data(n: int) -> str:
+    return json.dumps({"n": n}, separators=(",", ":"))
 
 
-def _echo_bulk_async(port: int, queue: str, batches: int, size: int) -> list[str]:
-    async def run() -> list[str]:
-        client = redis.asyncio.Redis(host="127.0.0.1", port=port)
+class EchoBulkSync:
+    """EchoMQ's add through the generated pipeline wrapper, on redis.Redis, in MULTI batches."""
+
+    def __init__(self, port: int, queue: str) -> None:
+        self.client = redis.Redis(host="127.0.0.1", port=port)
+        self.queue = queue
+        self.client.hset(f"emq:{{{queue}}}:meta", "max-events", MAX_EVENTS)
+
+    def __call__(self, batches: int, size: int) -> list[str]:
         ids: list[str] = []
         try:
             for batch in range(batches):
-                async with client.pipeline(transaction=True) as pipe:
-                    pending = [
-                        emq.add_standard_job_pipeline(
-                            pipe,
-                            queue=queue,
-                            job_id="",
-                            name="job",
-                            data=json.dumps({"n": batch * size + i}, separators=(",", ":")),
-                            opts="{}",
-                            now=_ms(),
-                            dedup_id="",
-                            parent_id="",
-                        )
-                        for i in range(size)
-                    ]
-                    replies = await pipe.execute()
+                pipe = self.client.pipeline(transaction=True)
+                pending = [
+                    emq.add_standard_job_pipeline(
+                        pipe,
+                        queue=self.queue,
+                        job_id="",
+                        name="job",
+                        data=_job_data(batch * size + i),
+                        opts="{}",
+                        now=now_ms(),
+                        dedup_id="",
+                        parent_id="",
+                    )
+                    for i in range(size)
+                ]
+                replies = pipe.execute()
                 ids += [item.result(replies)[0] for item in pending]
         finally:
-            await client.aclose()
+            self.client.close()
         return ids
 
-    return asyncio.run(run())
+
+class EchoBulkAsync:
+    """The same on redis.asyncio, as BullMQ's addBulk runs."""
+
+    def __init__(self, port: int, queue: str) -> None:
+        self.port = port
+        self.queue = queue
+        with redis.Redis(host="127.0.0.1", port=port) as setup:
+            setup.hset(f"emq:{{{queue}}}:meta", "max-events", MAX_EVENTS)
+
+    def __call__(self, batches: int, size: int) -> list[str]:
+        async def run() -> list[str]:
+            client = redis.asyncio.Redis(host="127.0.0.1", port=self.port)
+            ids: list[str] = []
+            try:
+                for batch in range(batches):
+                    async with client.pipeline(transaction=True) as pipe:
+                        pending = [
+                            emq.add_standard_job_pipeline(
+                                pipe,
+                                queue=self.queue,
+                                job_id="",
+                                name="job",
+                                data=_job_data(batch * size + i),
+                                opts="{}",
+                                now=now_ms(),
+                                dedup_id="",
+                                parent_id="",
+                            )
+                            for i in range(size)
+                        ]
+                        replies = await pipe.execute()
+                    ids += [item.result(replies)[0] for item in pending]
+            finally:
+                await client.aclose()
+            return ids
+
+        return asyncio.run(run())
 
 
-BulkAdd = Callable[[int, str, int, int], list[str]]
+# What a bulk-add side is: made for a port and a queue before the timed part (clients, BullMQ's
+# Queue and its scripts), then called once with the batch count and size; the ids, in order.
+BulkAdder = Callable[[int, str], Callable[[int, int], list[str]]]
 
 
 def bulk_add(
     port: int,
-    bull_add_bulk: BulkAdd,
+    bull_bulk: BulkAdder,
     jobs: int,
     size: int,
     rounds: int,
@@ -650,29 +677,32 @@ def bulk_add(
 ) -> list[BulkRow]:
     progress("bulk add")
     batches = max(jobs // size, 1)
-    sides: dict[str, BulkAdd] = {
-        "EchoMQ, redis.asyncio pipeline (MULTI)": _echo_bulk_async,
-        "EchoMQ, redis.Redis pipeline (MULTI)": _echo_bulk_sync,
-        "BullMQ Queue.addBulk (asyncio, MULTI)": bull_add_bulk,
+    total = batches * size
+    sides: dict[str, BulkAdder] = {
+        "EchoMQ, redis.asyncio pipeline (MULTI)": EchoBulkAsync,
+        "EchoMQ, redis.Redis pipeline (MULTI)": EchoBulkSync,
+        "BullMQ Queue.addBulk (asyncio, MULTI)": bull_bulk,
     }
     stats = redis.Redis(host="127.0.0.1", port=port)
     phases: dict[str, list[Phase]] = {name: [] for name in sides}
     try:
-        for add in sides.values():
-            add(port, "warm-up", 2, size)
+        for make in sides.values():
+            make(port, "warm-up")(2, size)
         stats.flushall()
         for round_ in range(rounds):
             order = list(sides.items())
-            for name, add in order if round_ % 2 == 0 else reversed(order):
+            for name, make in order if round_ % 2 == 0 else reversed(order):
+                add = make(port, "q")
                 added: list[list[str]] = []
 
-                def run(add: BulkAdd = add, into: list[list[str]] = added) -> None:
-                    into.append(add(port, "q", batches, size))
+                def run(
+                    add: Callable[[int, int], list[str]] = add, into: list[list[str]] = added
+                ) -> None:
+                    into.append(add(batches, size))
 
-                phase = timed_phase(stats, batches * size, run)
-                ids = added[0]
-                if len(set(ids)) != batches * size:
-                    raise RuntimeError(f"{name}: {len(set(ids))} distinct ids, not {jobs}")
+                phase = timed_phase(stats, total, run)
+                if len(set(added[0])) != total:
+                    raise RuntimeError(f"{name}: {len(set(added[0]))} distinct ids, not {total}")
                 phases[name].append(phase)
                 stats.flushall()
     finally:
@@ -681,7 +711,7 @@ def bulk_add(
     return [
         BulkRow(
             name,
-            statistics.median(batches * size / p.wall_s for p in done),
+            statistics.median(total / p.wall_s for p in done),
             statistics.median(p.usec_per_call for p in done),
             statistics.median(b.wall_s / p.wall_s for p, b in zip(done, bull, strict=True)),
         )

@@ -3,8 +3,8 @@
 #   tools/setup.sh venv    create .venv (Python >= 3.11) and install the package with dev tools
 #   tools/setup.sh redis   make sure a redis-server >= 7.0 exists (apt-get when root)
 #   tools/setup.sh node_packages  Node.js and npm (apt-get when root), then tests/node's packages
-#   tools/setup.sh valgrind  valgrind for the benchmark's instruction counts (apt-get when root;
-#                          otherwise a note, and the benchmark leaves those rows out)
+#   tools/setup.sh valgrind_tools  valgrind for the benchmark's instruction counts (apt-get when
+#                          root; otherwise a note, and the benchmark leaves those rows out)
 set -euo pipefail
 
 root_install() {
@@ -76,7 +76,7 @@ node_packages() {
   npm ci --prefix tests/node --no-audit --no-fund --silent
 }
 
-valgrind() {
+valgrind_tools() {
   if command -v valgrind >/dev/null && command -v callgrind_control >/dev/null; then
     return
   fi
