@@ -239,6 +239,7 @@ def test_number_and_json_arguments_are_checked_too() -> None:
     assert encode_arg("s", "ratio", "number", 0.5) == b"0.5"
     assert encode_arg("s", "flag", "bool", False) == b"0"
     assert encode_arg("s", "opts", "json", {"b": [1, None]}) == b'{"b":[1,null]}'
+    assert encode_arg("s", "opts", "json", None) == b"null"  # None is JSON's null
     with pytest.raises(ArgumentError, match="finite"):
         encode_arg("s", "ratio", "number", float("nan"))
     with pytest.raises(ArgumentError, match="not JSON"):

@@ -322,7 +322,4 @@ local nextJob = { "", {}, 0 }
 if ARGV[8] == "1" then
   nextJob = pickup(queue, token, lockDuration, now, limits)
 end
--- Trimmed last, so that the next job's events count too.
-local maxEvents = tonumber(redis.call("HGET", queue.meta, "max-events")) or 10000
-redis.call("XTRIM", queue.events, "MAXLEN", maxEvents)
 return { state, nextJob[1], nextJob[2], nextJob[3] }
