@@ -898,7 +898,8 @@ def test_a_parent_released_while_paused_goes_to_paused(q: Queue) -> None:
 
 
 def test_events_stay_within_max_events_and_one_stream_node(q: Queue) -> None:
-    node = int(q.r.config_get("stream-node-max-entries")["stream-node-max-entries"])
+    setting = q.r.config_get("stream-node-max-entries")["stream-node-max-entries"]
+    node = int(str(setting))
     q.set_meta("max-events", "5")
     pipe = q.r.pipeline(transaction=False)
     for _ in range(2 * node + 10):  # a stream that has run for a while
