@@ -585,8 +585,22 @@ class BulkRow:
     ratio_to_bullmq: float  # median per-round jobs/s against BullMQ's addBulk
 
 
-def _job_data(n: int) -> str:
-    return json.dumps({"n": n}, separators=(",", ":"))
+def _queue_adds(pipe: Any, queue: str, first: int, size: int) -> list[Any]:
+    """`size` adds queued on a pipeline (sync or asyncio), jobs numbered from `first`."""
+    return [
+        emq.add_standard_job_pipeline(
+            pipe,
+            queue=queue,
+            job_id="",
+            name="job",
+            data=json.dumps({"n": first + i}, separators=(",", ":")),
+            opts="{}",
+            now=now_ms(),
+            dedup_id="",
+            parent_id="",
+        )
+        for i in range(size)
+    ]
 
 
 class EchoBulkSync:
@@ -602,20 +616,7 @@ class EchoBulkSync:
         try:
             for batch in range(batches):
                 pipe = self.client.pipeline(transaction=True)
-                pending = [
-                    emq.add_standard_job_pipeline(
-                        pipe,
-                        queue=self.queue,
-                        job_id="",
-                        name="job",
-                        data=_job_data(batch * size + i),
-                        opts="{}",
-                        now=now_ms(),
-                        dedup_id="",
-                        parent_id="",
-                    )
-                    for i in range(size)
-                ]
+                pending = _queue_adds(pipe, self.queue, batch * size, size)
                 replies = pipe.execute()
                 ids += [item.result(replies)[0] for item in pending]
         finally:
@@ -639,20 +640,7 @@ class EchoBulkAsync:
             try:
                 for batch in range(batches):
                     async with client.pipeline(transaction=True) as pipe:
-                        pending = [
-                            emq.add_standard_job_pipeline(
-                                pipe,
-                                queue=self.queue,
-                                job_id="",
-                                name="job",
-                                data=_job_data(batch * size + i),
-                                opts="{}",
-                                now=now_ms(),
-                                dedup_id="",
-                                parent_id="",
-                            )
-                            for i in range(size)
-                        ]
+                        pending = _queue_adds(pipe, self.queue, batch * size, size)
                         replies = await pipe.execute()
                     ids += [item.result(replies)[0] for item in pending]
             finally:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -22,9 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import redis
 
-from tests.redis_server import RedisServer, RedisUnavailable, find_binary, free_port
+from tests.redis_server import RedisServer, RedisUnavailable, find_binary
 
 __all__ = [
     "CallgrindServer",
@@ -86,49 +83,20 @@ class CallgrindServer:
     """
 
     def __init__(self, binary: str) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="emq-callgrind-"))
-        self.port = free_port()
+        directory = Path(tempfile.mkdtemp(prefix="emq-callgrind-"))
+        self.server = RedisServer(
+            binary,
+            directory=directory,
+            launcher=("valgrind", "--tool=callgrind", f"--callgrind-out-file={directory}/cg.out"),
+            ready_timeout=60.0,
+        ).start("--hz", "1")
+        self.port = self.server.port
         self._dumps = 0
-        self.process = subprocess.Popen(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={self.directory / 'cg.out'}",
-                binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--hz",
-                "1",
-                "--dir",
-                str(self.directory),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 60
-        client = redis.Redis(host="127.0.0.1", port=self.port)
-        try:
-            while True:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RedisUnavailable("redis-server did not start under valgrind")
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.2)
-        finally:
-            client.close()
 
     def _control(self, *command: str) -> None:
+        assert self.server.process is not None
         subprocess.run(
-            ["callgrind_control", *command, str(self.process.pid)],
+            ["callgrind_control", *command, str(self.server.process.pid)],
             check=True,
             capture_output=True,
         )
@@ -140,21 +108,14 @@ class CallgrindServer:
         """Instructions since the last zero(), from the dump callgrind writes."""
         self._control("-d")
         self._dumps += 1
-        dump = self.directory / f"cg.out.{self._dumps}"
+        dump = self.server.directory / f"cg.out.{self._dumps}"
         for line in dump.read_text(errors="replace").splitlines():
             if line.startswith(("summary:", "totals:")):
                 return int(line.split()[1])
         raise RuntimeError(f"no instruction total in {dump}")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.kill(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self.server.stop()
 
 
 def callgrind_available() -> bool:

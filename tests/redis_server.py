@@ -59,6 +59,10 @@ class RedisServer:
     port: int = 0
     directory: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="emq-redis-")))
     process: subprocess.Popen[bytes] | None = None
+    # A command the server runs under (the benchmark's valgrind), and how long it may take to
+    # answer then.
+    launcher: tuple[str, ...] = ()
+    ready_timeout: float = 10.0
 
     def start(self, *extra: str) -> RedisServer:
         # Another process may take the port between free_port() and bind: try a few.
@@ -66,6 +70,7 @@ class RedisServer:
             self.port = free_port()
             self.process = subprocess.Popen(
                 [
+                    *self.launcher,
                     self.binary,
                     "--port",
                     str(self.port),
@@ -86,7 +91,7 @@ class RedisServer:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            if self._wait_ready():
+            if self._wait_ready(self.ready_timeout):
                 return self
             self.stop(remove=False)
         log = (self.directory / "redis.log").read_text(errors="replace")[-2000:]
