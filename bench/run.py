@@ -461,7 +461,7 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         "redis_version": pinned.version,
         "rounds": args.rounds,
         "jobs_per_round": args.jobs,
-        "calls_per_round": args.calls,
+        "wrapper_calls_per_side": args.calls,
         "pipeline_batch": args.batch,
         "callgrind_jobs": args.callgrind_jobs if instructions is not None else None,
         **report.script_cost_json(overhead, cycles, instructions, bulk),
