@@ -13,16 +13,17 @@ loading the checker, the parsers or the emitter. Anything else (a changed byte a
 edited or extra output file, a damaged stamp) takes the full path, which stamps again.
 
 Damaged or unreadable entries count as misses, and a cache that cannot be written only costs
-speed. This module is on the no-op rebuild's hot path, so it imports only light modules.
+speed. This module is on the no-op rebuild's hot path, so it imports only light modules: os.path
+rather than pathlib, and stamps in `marshal`'s format rather than JSON, which together spare that
+path the imports of pathlib, json and re (about half of what it imported).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import marshal
 import os
 import sys
-from pathlib import Path
 
 from .snapshot import Snapshot, read_tree
 
@@ -34,31 +35,38 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .analyse import Facts
+    from .snapshot import StrPath
 
-_PACKAGE_DIR = Path(__file__).parent
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # The modules whose code decides what `Facts` holds.
 _ANALYSER_MODULES = ("analyse.py", "syntax.py", "redis_lua.py")
-_STAMP_FORMAT = 1
+_STAMP_FORMAT = 2  # 2: marshal's format (1 was JSON)
 
 
-def default_cache_dir() -> Path:
+def default_cache_dir() -> str:
     """`$ECHOMQ_SCRIPTS_CACHE_DIR`, else `$XDG_CACHE_HOME/echomq-scripts`, else ~/.cache/..."""
     explicit = os.environ.get("ECHOMQ_SCRIPTS_CACHE_DIR")
     if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "echomq-scripts"
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "echomq-scripts")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 def tool_fingerprint(modules: tuple[str, ...] | None = None) -> bytes:
     """A digest of this package's code and templates (or of `modules` only) and of the
     installed parsers."""
     digest = hashlib.sha256()
-    everything = [p.relative_to(_PACKAGE_DIR).as_posix() for p in _PACKAGE_DIR.glob("*.py")]
-    everything += [f"templates/{p.name}" for p in (_PACKAGE_DIR / "templates").glob("*.j2")]
+    templates = os.path.join(_PACKAGE_DIR, "templates")
+    everything = [n for n in os.listdir(_PACKAGE_DIR) if n.endswith(".py")]
+    everything += [f"templates/{n}" for n in os.listdir(templates) if n.endswith(".j2")]
     names = modules or tuple(sorted(everything))
     for name in names:
-        digest.update(name.encode() + b"\0" + (_PACKAGE_DIR / name).read_bytes())
+        digest.update(name.encode() + b"\0" + _read(os.path.join(_PACKAGE_DIR, name)))
     # An upgraded parser is a new file on disk: the location, size and time of its __init__.py
     # stand in for its version, found without importing it (which the caches exist to avoid).
     for package in ("tree_sitter", "tree_sitter_lua", "lupa"):
@@ -71,48 +79,56 @@ def tool_fingerprint(modules: tuple[str, ...] | None = None) -> bytes:
     return digest.digest()
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: str, data: bytes) -> None:
     # Written whole and renamed, so a concurrent build never reads half an entry.
-    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temp = f"{path}.{os.getpid()}.tmp"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_text(text, encoding="utf-8")
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(temp, "wb") as handle:
+            handle.write(data)
         os.replace(temp, path)
     except OSError:
-        temp.unlink(missing_ok=True)
+        try:  # noqa: SIM105 - contextlib would be one more import on the no-op rebuild's path
+            os.unlink(temp)
+        except OSError:
+            pass
 
 
 class AnalysisCache:
     """Facts by content; `directory=None` disables caching."""
 
-    def __init__(self, directory: Path | None) -> None:
-        self.directory = directory
+    def __init__(self, directory: StrPath | None) -> None:
+        self.directory = None if directory is None else os.fspath(directory)
         self._fingerprint = tool_fingerprint(_ANALYSER_MODULES) if directory is not None else b""
 
-    def _path(self, text: str) -> Path | None:
+    def _path(self, text: str) -> str | None:
         if self.directory is None:
             return None
         key = hashlib.sha256(self._fingerprint + text.encode("utf-8")).hexdigest()
-        return self.directory / f"{key}.json"
+        return os.path.join(self.directory, f"{key}.json")
 
     def get(self, text: str) -> Facts | None:
+        import json
+
         from .analyse import Facts
 
         path = self._path(text)
         if path is None:
             return None
         try:
-            return Facts.from_json(json.loads(path.read_bytes()))
+            return Facts.from_json(json.loads(_read(path)))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def put(self, text: str, facts: Facts) -> None:
+        import json
+
         path = self._path(text)
         if path is not None:
-            _write_atomically(path, json.dumps(facts.to_json()))
+            _write_atomically(path, json.dumps(facts.to_json()).encode("utf-8"))
 
 
-def inputs_digest(snapshot: Snapshot, src: Path, out: Path, settings: str) -> str:
+def inputs_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) -> str:
     """The digest of everything a build of the `snapshot` of `src` into `out` depends on."""
     digest = hashlib.sha256(tool_fingerprint())
 
@@ -120,10 +136,12 @@ def inputs_digest(snapshot: Snapshot, src: Path, out: Path, settings: str) -> st
         # Length-prefixed, so no two different sequences of parts digest alike.
         digest.update(len(part).to_bytes(8, "big") + part)
 
-    for setting in (str(src.resolve()), str(out.resolve()), settings):
+    # os.path.realpath is what Path.resolve() uses: the same text for the same directory.
+    real_src = os.path.realpath(src)
+    for setting in (real_src, os.path.realpath(out), settings):
         add(setting.encode())
     try:
-        add((src.resolve().parent / "pyproject.toml").read_bytes())
+        add(_read(os.path.join(os.path.dirname(real_src), "pyproject.toml")))
     except OSError:
         add(b"\xff")  # none, or unreadable: load_config reports the latter
     for name, data in snapshot.items():
@@ -132,42 +150,42 @@ def inputs_digest(snapshot: Snapshot, src: Path, out: Path, settings: str) -> st
     return digest.hexdigest()
 
 
-def _stamp_path(cache_dir: Path, digest: str) -> Path:
-    return cache_dir / "builds" / f"{digest}.json"
+def _stamp_path(cache_dir: StrPath, digest: str) -> str:
+    return os.path.join(cache_dir, "builds", f"{digest}.stamp")
 
 
-def replay_build(cache_dir: Path, digest: str) -> dict[str, Any] | None:
+def replay_build(cache_dir: StrPath, digest: str) -> dict[str, Any] | None:
     """The stamp of an identical earlier build, if every directory it wrote still holds
     exactly the files it wrote there (the build directory, and any generated package)."""
     try:
-        stamp = json.loads(_stamp_path(cache_dir, digest).read_bytes())
+        # A stamp holds only dicts, strings and ints; a damaged one fails to load or to match.
+        stamp = marshal.loads(_read(_stamp_path(cache_dir, digest)))
         if stamp.get("format") != _STAMP_FORMAT:
             return None
         directories: dict[str, dict[str, str]] = stamp["outputs"]
         for directory, expected in directories.items():
-            path = Path(directory)
-            present = read_tree(path) if path.is_dir() else {}
+            present = read_tree(directory) if os.path.isdir(directory) else {}
             if present.keys() != expected.keys():
                 return None
             for name, data in present.items():
                 if hashlib.sha256(data).hexdigest() != expected[name]:
                     return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
         return None
     return dict(stamp)
 
 
 def stamp_build(
-    cache_dir: Path,
+    cache_dir: StrPath,
     digest: str,
-    outputs: dict[Path, dict[str, bytes]],
+    outputs: dict[StrPath, dict[str, bytes]],
     report: dict[str, Any],
 ) -> None:
     """Record a successful build of the inputs `digest` names: the files it left in each
     directory, and what it reported."""
     recorded = {
-        str(directory.resolve()): {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
+        os.path.realpath(directory): {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
         for directory, files in outputs.items()
     }
     stamp = {"format": _STAMP_FORMAT, "outputs": recorded, **report}
-    _write_atomically(_stamp_path(cache_dir, digest), json.dumps(stamp))
+    _write_atomically(_stamp_path(cache_dir, digest), marshal.dumps(stamp))

@@ -113,7 +113,7 @@ def build(
     """
     from .cache import inputs_digest, replay_build, stamp_build
     from .release import load_manifest
-    from .snapshot import Snapshot, take_snapshot
+    from .snapshot import Snapshot, StrPath, take_snapshot
 
     cache_root = _cache_root(cache_dir, no_cache, src, out)
     settings = entry.build_settings(src, strict)
@@ -170,7 +170,7 @@ def build(
             and snapshot is not None
             and inputs_digest(snapshot, src, out, settings) == digest
         ):
-            outputs = {out: result.files}
+            outputs: dict[StrPath, dict[str, bytes]] = {out: result.files}
             if config.python_package is not None:
                 outputs[config.python_package] = result.generated
             report = {"findings": findings, "scripts": count}
@@ -324,7 +324,7 @@ def _cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | 
 
     if no_cache:
         return None
-    root = cache_dir or default_cache_dir()
+    root = cache_dir or Path(default_cache_dir())
     for tree in trees:
         if root.resolve().is_relative_to(tree.resolve()):
             raise click.UsageError(

@@ -61,27 +61,43 @@ def summary_line(state: str, out: object, scripts: int, analysed: int, cached: i
     return f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)"
 
 
+def path_text(value: str) -> str:
+    """`str(pathlib.Path(value))` on POSIX, without importing pathlib: click hands cli.build a
+    Path, and the settings a stamp depends on and the summary line spell it so."""
+    if value.startswith("//") and not value.startswith("///"):
+        root = "//"
+    elif value.startswith("/"):
+        root = "/"
+    else:
+        root = ""
+    parts = [part for part in value.split("/") if part and part != "."]
+    return root + "/".join(parts) if root or parts else "."
+
+
+def _inside(path: str, tree: str) -> bool:
+    """Whether `path` lies in `tree` once both are resolved (Path.is_relative_to's answer)."""
+    real, real_tree = os.path.realpath(path), os.path.realpath(tree)
+    return real == real_tree or real.startswith(os.path.join(real_tree, ""))
+
+
 def _stamped_answer(options: dict[str, str | bool | None]) -> tuple[str, str] | None:
     """What the identical earlier build printed (stdout, stderr), or None to hand over."""
     global prepared
-    from pathlib import Path
-
     from .cache import default_cache_dir, inputs_digest, replay_build
     from .snapshot import take_snapshot
 
-    src, out = Path(str(options["src"])), Path(str(options["out"]))
+    src, out = path_text(str(options["src"])), path_text(str(options["out"]))
     cache_dir = options["cache_dir"]
-    cache_root = Path(cache_dir) if isinstance(cache_dir, str) else default_cache_dir()
-    if not src.is_dir() or any(
-        cache_root.resolve().is_relative_to(tree.resolve()) for tree in (src, out)
-    ):
+    cache_root = path_text(cache_dir if isinstance(cache_dir, str) else default_cache_dir())
+    strict = options["strict"]
+    if not os.path.isdir(src) or _inside(cache_root, src) or _inside(cache_root, out):
         return None  # cli.py says what is wrong
     snapshot = take_snapshot(src)
-    settings = build_settings(src, options["strict"])  # type: ignore[arg-type]
+    settings = build_settings(src, strict if isinstance(strict, bool) else None)
     digest = inputs_digest(snapshot, src, out, settings)
     stamp = replay_build(cache_root, digest)
     if stamp is None:
-        prepared = ((str(src), str(out), str(cache_root), settings), snapshot, digest)
+        prepared = ((src, out, cache_root, settings), snapshot, digest)
         return None
     findings, scripts = stamp["findings"], stamp["scripts"]
     if options["format"] == "json":

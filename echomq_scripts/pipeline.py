@@ -112,8 +112,9 @@ def build(
             # (`build --check` renders it all the same, to catch a hand-edited file.)
             result.generated = present
         else:
+            templates = None if cache.directory is None else Path(cache.directory)
             result.generated = generated_files(
-                result.scripts, config.python_module, inputs, cache.directory
+                result.scripts, config.python_module, inputs, templates
             )
     result.wrote = write_output(out, result.files)
     if package is not None:

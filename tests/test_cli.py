@@ -388,3 +388,39 @@ def test_the_quick_path_leaves_other_command_lines_to_click(argv: list[str]) -> 
     from echomq_scripts.entry import _plain_build
 
     assert _plain_build(argv) is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        *("lua_src", "lua_src/", "./lua_src", "a//b/./c/", ".", "./", "..", "../x"),
+        *("/", "//", "///x", "//x/y", "/abs/./p/", "a/../b", "~/x", "-o", "x y"),
+    ],
+)
+def test_path_text_spells_a_path_as_pathlib_does(value: str) -> None:
+    from echomq_scripts.entry import path_text
+
+    assert path_text(value) == str(Path(value))
+
+
+@pytest.mark.parametrize("damage", [b"", b"\x00garbage", b"{not a stamp"])
+def test_a_damaged_stamp_is_a_miss_for_both_paths(in_tmp: Path, damage: bytes) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = in_tmp / "cache"
+    assert run_console("build", "--cache-dir", str(cache)).returncode == 0
+    stamps = list((cache / "builds").iterdir())
+    assert stamps
+    for stamp in stamps:
+        stamp.write_bytes(damage + stamp.read_bytes()[len(damage) :][:10])
+    # Either path reads a damaged stamp as none, builds (the outputs are already right, so it
+    # writes nothing) and stamps again.
+    quick = run_console("build", "--cache-dir", str(cache))
+    assert quick.returncode == 0
+    assert quick.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
+    assert "Traceback" not in quick.stderr
+    assert all(s.read_bytes() != damage for s in (cache / "builds").iterdir())
+    for stamp in (cache / "builds").iterdir():
+        stamp.write_bytes(damage)
+    full = invoke("build", "--cache-dir", str(cache))
+    assert (full.exit_code, full.exception) == (0, None)
