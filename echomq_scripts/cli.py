@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from . import __version__, entry
+from . import __version__
+from .build_command import print_findings, render
 from .errors import ConfigError, EchoMQScriptsError
 
 if TYPE_CHECKING:
     from .cache import AnalysisCache
     from .config import Config
-    from .diagnostics import Diagnostic
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
@@ -111,71 +111,24 @@ def build(
     Example:
         echomq-scripts build --src lua_src --out build
     """
-    from .cache import inputs_digest, replay_build, stamp_build
-    from .release import load_manifest
-    from .snapshot import Snapshot, StrPath, take_snapshot
+    from .build_command import UsageProblem, run_build
 
-    cache_root = _cache_root(cache_dir, no_cache, src, out)
-    settings = entry.build_settings(src, strict)
-    # One read of the sources serves the up-to-date check and the build itself; entry.py may
-    # have made both already, for exactly these options, and found the build out of date.
-    handed, entry.prepared = entry.prepared, None
-    snapshot: Snapshot | None
-    digest: str | None = None
-    if handed is not None and handed[0] == (str(src), str(out), str(cache_root), settings):
-        snapshot, digest = handed[1], handed[2]
-    else:
-        snapshot = take_snapshot(src) if src.is_dir() else None
-    # A build judged against a previous release always takes the full path.
-    if cache_root is not None and snapshot is not None and not check_only and previous is None:
-        if digest is None:
-            digest = inputs_digest(snapshot, src, out, settings)
-            stamp = replay_build(cache_root, digest)
-        else:
-            stamp = None  # entry.py looked and found none
-        if stamp is not None:
-            # Nothing changed since a build that passed: say what it said, touch nothing.
-            _print_findings(stamp["findings"], output_format)
-            _print_summary(output_format, "up to date:", out, stamp["scripts"], 0, stamp["scripts"])
-            sys.exit(0)
-
-    from . import pipeline
-
-    config, cache = _setup(src, strict, cache_root)
-    last_release = _run(lambda: load_manifest(previous)) if previous is not None else None
-    if check_only:
-        result = pipeline.check(config, cache, snapshot)
-    else:
-        result = _run(lambda: pipeline.build(config, cache, out, snapshot, last_release))
-    findings = _render(result.diagnostics)
-    _print_findings(findings, output_format)
-    if result.failed(config.strict):
-        sys.exit(1)
-    if check_only:
-        stale = _run(lambda: pipeline.stale_generated(config, result))
-        for name in stale:
-            click.echo(f"{config.python_package}/{name}: out of date", err=True)
-        if stale:
-            click.echo("run 'echomq-scripts build' to regenerate it", err=True)
-            sys.exit(1)
-    else:
-        state = "wrote" if result.wrote else "up to date:"
-        count = len(result.scripts)
-        _print_summary(output_format, state, out, count, result.analysed, result.from_cache)
-        # A digest exists only where a stamp may be kept (see above). pyproject.toml was read
-        # again by the build: stamp only if it held still meanwhile.
-        if (
-            digest is not None
-            and cache_root is not None
-            and snapshot is not None
-            and inputs_digest(snapshot, src, out, settings) == digest
-        ):
-            outputs: dict[StrPath, dict[str, bytes]] = {out: result.files}
-            if config.python_package is not None:
-                outputs[config.python_package] = result.generated
-            report = {"findings": findings, "scripts": count}
-            stamp_build(cache_root, digest, outputs, report)
-    sys.exit(0)
+    try:
+        code = run_build(
+            src=src,
+            out=out,
+            cache_dir=cache_dir,
+            no_cache=no_cache,
+            strict=strict,
+            output_format=output_format,
+            previous=previous,
+            check_only=check_only,
+        )
+    except UsageProblem as exc:
+        raise click.UsageError(str(exc)) from None
+    except EchoMQScriptsError as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(code)
 
 
 @cli.command()
@@ -193,7 +146,7 @@ def check(
 
     config, cache = _setup(src, strict, _cache_root(cache_dir, no_cache, src))
     result = pipeline.check(config, cache)
-    _print_findings(_render(result.diagnostics), output_format)
+    print_findings(render(result.diagnostics), output_format)
     sys.exit(1 if result.failed(config.strict) else 0)
 
 
@@ -319,18 +272,12 @@ def explain(location: str, out: Path, src: Path) -> None:
 
 
 def _cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | None:
-    """The cache directory to use, refusing one inside the sources or the output."""
-    from .cache import default_cache_dir
+    from .build_command import UsageProblem, cache_root
 
-    if no_cache:
-        return None
-    root = cache_dir or Path(default_cache_dir())
-    for tree in trees:
-        if root.resolve().is_relative_to(tree.resolve()):
-            raise click.UsageError(
-                f"the cache directory {root} lies inside {tree}: choose one outside it"
-            )
-    return root
+    try:
+        return cache_root(cache_dir, no_cache, *trees)
+    except UsageProblem as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _setup(src: Path, strict: bool | None, cache_dir: Path | None) -> tuple[Config, AnalysisCache]:
@@ -351,32 +298,6 @@ def _run(action: Callable[[], R]) -> R:
         raise click.UsageError(str(exc)) from None
     except EchoMQScriptsError as exc:
         raise click.ClickException(str(exc)) from None
-
-
-def _render(diagnostics: list[Diagnostic]) -> dict[str, str]:
-    """The findings as each format prints them: text for stderr, JSON for stdout."""
-    from .diagnostics import Severity, format_json, format_text
-
-    text = ""
-    if diagnostics:
-        errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
-        warnings = len(diagnostics) - errors
-        text = format_text(diagnostics) + f"{errors} error(s), {warnings} warning(s)\n"
-    return {"text": text, "json": format_json(diagnostics)}
-
-
-def _print_findings(findings: dict[str, str], output_format: str) -> None:
-    if output_format == "json":
-        click.echo(findings["json"], nl=False)
-    elif findings["text"]:
-        click.echo(findings["text"], nl=False, err=True)
-
-
-def _print_summary(
-    output_format: str, state: str, out: Path, scripts: int, analysed: int, cached: int
-) -> None:
-    if output_format == "text":
-        click.echo(entry.summary_line(state, out, scripts, analysed, cached))
 
 
 def main() -> None:

@@ -1,11 +1,9 @@
-"""The `echomq-scripts` command. A no-op build, nothing changed since a build that passed, is
-answered here before the CLI framework loads: importing it costs more than the rest of such a
-build. Every other command line, and every build with work to do, goes to cli.py.
-
-The answer is the one the full command gives: the same up-to-date check (cache.inputs_digest and
-cache.replay_build, on one snapshot of the sources), the same findings and the same summary line.
-Whatever this module does not recognise as a plain build (another command, --check, --previous,
---no-cache, --help, a misspelt option) it leaves to cli.py untouched, and so does any error.
+"""The `echomq-scripts` command. A plain `build` (the options below, no --check, --previous or
+--no-cache) runs here without the CLI framework, whose import costs more than a no-op build:
+an up-to-date build is answered from its stamp with nothing but the standard library's lightest
+modules, and a build with work to do goes straight to build_command.run_build. Every other
+command line goes to cli.py untouched, and so does a plain build that meets a mistake (cli.py
+meets it again and reports it as click does; nothing was printed or written before it).
 """
 
 from __future__ import annotations
@@ -16,10 +14,6 @@ import sys
 # The options of `build` this path understands, and the name cli.build gives each value.
 _VALUE_OPTIONS = {"--src": "src", "--out": "out", "--cache-dir": "cache_dir", "--format": "format"}
 _STRICT_FLAGS = {"--strict": True, "--no-strict": False}
-
-# What the up-to-date check read, for cli.build to reuse when it takes over: (the options it
-# concerns, the snapshot of the sources, the inputs digest).
-prepared: tuple[tuple[str, str, str, str], dict[str, bytes | None], str] | None = None
 
 
 def _plain_build(argv: list[str]) -> dict[str, str | bool | None] | None:
@@ -51,16 +45,6 @@ def _plain_build(argv: list[str]) -> dict[str, str | bool | None] | None:
     return found
 
 
-def build_settings(src: object, strict: bool | None) -> str:
-    """The command-line settings a build stamp depends on; findings quote --src as typed."""
-    return f"src={src}\0strict={strict}"
-
-
-def summary_line(state: str, out: object, scripts: int, analysed: int, cached: int) -> str:
-    noun = "script" if scripts == 1 else "scripts"
-    return f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)"
-
-
 def path_text(value: str) -> str:
     """`str(pathlib.Path(value))` on POSIX, without importing pathlib: click hands cli.build a
     Path, and the settings a stamp depends on and the summary line spell it so."""
@@ -80,9 +64,12 @@ def _inside(path: str, tree: str) -> bool:
     return real == real_tree or real.startswith(os.path.join(real_tree, ""))
 
 
-def _stamped_answer(options: dict[str, str | bool | None]) -> tuple[str, str] | None:
-    """What the identical earlier build printed (stdout, stderr), or None to hand over."""
-    global prepared
+def _stamped_answer(
+    options: dict[str, str | bool | None],
+) -> tuple[str, str] | tuple[dict[str, bytes | None], str] | None:
+    """What the identical earlier build printed, as (stdout, stderr); else, when a build can
+    run here, (the snapshot of the sources, their inputs digest); None to hand over."""
+    from .build_command import build_settings, summary_line
     from .cache import default_cache_dir, inputs_digest, replay_build
     from .snapshot import take_snapshot
 
@@ -90,35 +77,68 @@ def _stamped_answer(options: dict[str, str | bool | None]) -> tuple[str, str] | 
     cache_dir = options["cache_dir"]
     cache_root = path_text(cache_dir if isinstance(cache_dir, str) else default_cache_dir())
     strict = options["strict"]
-    if not os.path.isdir(src) or _inside(cache_root, src) or _inside(cache_root, out):
-        return None  # cli.py says what is wrong
+    # click refuses a file where a directory is asked for, and build_command a cache inside
+    # the sources or the output: both are for cli.py to say.
+    if not os.path.isdir(src) or any(
+        os.path.exists(p) and not os.path.isdir(p) for p in (out, cache_root)
+    ):
+        return None
+    if _inside(cache_root, src) or _inside(cache_root, out):
+        return None
     snapshot = take_snapshot(src)
     settings = build_settings(src, strict if isinstance(strict, bool) else None)
     digest = inputs_digest(snapshot, src, out, settings)
     stamp = replay_build(cache_root, digest)
     if stamp is None:
-        prepared = ((src, out, cache_root, settings), snapshot, digest)
-        return None
+        return snapshot, digest
     findings, scripts = stamp["findings"], stamp["scripts"]
     if options["format"] == "json":
         return findings["json"], ""
     return summary_line("up to date:", out, scripts, 0, scripts) + "\n", findings["text"]
 
 
-def answer_no_op(argv: list[str]) -> int | None:
-    """0 after printing what the identical earlier build printed; None to hand over to cli.py."""
-    global prepared
+def _build_here(
+    options: dict[str, str | bool | None], prepared: tuple[dict[str, bytes | None], str]
+) -> int | None:
+    """The build, run without click; None when it met a mistake for cli.py to report."""
+    from pathlib import Path
+
+    from .build_command import UsageProblem, run_build
+    from .errors import EchoMQScriptsError
+
+    cache_dir = options["cache_dir"]
+    strict = options["strict"]
+    try:
+        return run_build(
+            src=Path(str(options["src"])),
+            out=Path(str(options["out"])),
+            cache_dir=Path(cache_dir) if isinstance(cache_dir, str) else None,
+            no_cache=False,
+            strict=strict if isinstance(strict, bool) else None,
+            output_format=str(options["format"]),
+            previous=None,
+            check_only=False,
+            prepared=prepared,
+        )
+    except (UsageProblem, EchoMQScriptsError):
+        return None
+
+
+def answer_build(argv: list[str]) -> int | None:
+    """The exit code of a plain build run here (after printing what it prints); None to hand
+    the command line over to cli.py."""
     options = _plain_build(argv)
     if options is None:
         return None
     try:
         answer = _stamped_answer(options)
-    except Exception:  # the full command line meets the same problem and reports it properly
-        prepared = None
+    except Exception:  # cli.py meets the same problem and reports it properly
         return None
     if answer is None:
         return None
-    stdout, stderr = answer
+    if isinstance(answer[0], dict):
+        return _build_here(options, (answer[0], str(answer[1])))
+    stdout, stderr = str(answer[0]), str(answer[1])
     try:
         sys.stderr.write(stderr)
         sys.stdout.write(stdout)
@@ -132,7 +152,7 @@ def answer_no_op(argv: list[str]) -> int | None:
 
 def main() -> None:
     try:
-        code = answer_no_op(sys.argv[1:])
+        code = answer_build(sys.argv[1:])
     except KeyboardInterrupt:
         sys.stderr.write("Aborted!\n")  # what click prints
         sys.exit(1)

@@ -276,7 +276,7 @@ def test_a_cache_inside_the_sources_or_the_output_is_refused(in_tmp: Path, where
     assert not Path(where).exists()
 
 
-# -- the console script: a no-op build answered before click loads (echomq_scripts/entry.py) --
+# -- the console script: a plain build runs without click (echomq_scripts/entry.py) --
 
 
 def run_console(*args: str) -> subprocess.CompletedProcess[str]:
@@ -304,24 +304,56 @@ def test_console_no_op_answers_as_the_full_command_does(in_tmp: Path) -> None:
             full.stderr,
         )
     # The answer came from entry.py, without loading click.
-    probe = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys\n"
-            "from echomq_scripts.entry import answer_no_op\n"
-            "code = answer_no_op(sys.argv[1:])\n"
-            "sys.exit(10 + code if 'click' not in sys.modules else 99)",
-            "build",
-            "--cache-dir",
-            cache,
-        ],
-        capture_output=True,
-        text=True,
-    )
+    probe = run_without_click("build", "--cache-dir", cache)
     assert probe.returncode == 10
     assert probe.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
     assert "[shadowed-local]" in probe.stderr
+
+
+def run_without_click(*args: str) -> subprocess.CompletedProcess[str]:
+    """entry.answer_build on `args`: exit 10 + its code when it ran without importing click,
+    9 when it handed the command line over, 99 when click was imported."""
+    script = (
+        "import sys\n"
+        "from echomq_scripts.entry import answer_build\n"
+        "code = answer_build(sys.argv[1:])\n"
+        "sys.exit(99 if 'click' in sys.modules else 9 if code is None else 10 + code)"
+    )
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
+
+
+def test_console_builds_without_click_and_says_what_the_full_command_says(in_tmp: Path) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = str(in_tmp / "cache")
+    first = run_without_click("build", "--cache-dir", cache)
+    assert (first.returncode, first.stdout) == (
+        10,
+        "wrote build (3 scripts, 3 analysed, 0 from cache)\n",
+    )
+    include = Path("lua_src/includes/countJob.lua")
+    include.write_text(include.read_text() + "-- changed\n")
+    again = run_without_click("build", "--cache-dir", cache)
+    assert again.returncode == 10
+    assert again.stdout == "wrote build (3 scripts, 2 analysed, 1 from cache)\n"
+    # A build that fails on its findings: printed once, exit 1, nothing handed over.
+    strict = run_without_click("build", "--cache-dir", cache, "--strict")
+    full = invoke("build", "--cache-dir", cache, "--strict")
+    assert (strict.returncode, strict.stdout, strict.stderr) == (
+        11,
+        full.stdout,
+        full.stderr,
+    )
+    assert strict.stderr.count("[shadowed-local]") == full.stderr.count("[shadowed-local]") > 0
+    # A mistake goes to cli.py (exit 9 here), which reports it as click does.
+    inside = ["build", "--cache-dir", "lua_src/.cache"]
+    assert run_without_click(*inside).returncode == 9
+    refused = run_console(*inside)
+    assert refused.returncode == 2
+    assert "lies inside" in refused.stderr
+    Path("not-a-dir").write_text("")
+    assert run_without_click("build", "--out", "not-a-dir", "--cache-dir", cache).returncode == 9
+    assert run_console("build", "--out", "not-a-dir", "--cache-dir", cache).returncode == 2
 
 
 def test_console_hands_everything_else_to_the_full_command(in_tmp: Path) -> None:

@@ -1,0 +1,172 @@
+"""What `echomq-scripts build` does once its options are parsed, without the CLI framework.
+
+cli.py's `build` parses the options with click and calls `run_build`; the console script
+(entry.py) calls it directly for a plain build, so a build with work to do does not pay for
+importing click either. Every mistake `run_build` can meet is raised before it prints anything:
+`UsageProblem` (cli.py makes it a usage error, exit 2) and `EchoMQScriptsError` (exit 1), so the
+console script can hand such a run to cli.py, which meets the same mistake and reports it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .errors import ConfigError
+from .snapshot import Snapshot, StrPath
+
+# Light to import (no pathlib until a build runs): entry.py takes the settings and the summary
+# line from here on the no-op path.
+TYPE_CHECKING = False  # not typing's: see cache.py
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .diagnostics import Diagnostic
+
+
+class UsageProblem(Exception):
+    """A mistake in the command line or in the project's settings."""
+
+
+def build_settings(src: object, strict: bool | None) -> str:
+    """The command-line settings a build stamp depends on; findings quote --src as typed."""
+    return f"src={src}\0strict={strict}"
+
+
+def summary_line(state: str, out: object, scripts: int, analysed: int, cached: int) -> str:
+    noun = "script" if scripts == 1 else "scripts"
+    return f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)"
+
+
+def cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | None:
+    """The cache directory to use, refusing one inside the sources or the output."""
+    from pathlib import Path
+
+    from .cache import default_cache_dir
+
+    if no_cache:
+        return None
+    root = cache_dir or Path(default_cache_dir())
+    for tree in trees:
+        if root.resolve().is_relative_to(tree.resolve()):
+            raise UsageProblem(
+                f"the cache directory {root} lies inside {tree}: choose one outside it"
+            )
+    return root
+
+
+def render(diagnostics: list[Diagnostic]) -> dict[str, str]:
+    """The findings as each format prints them: text for stderr, JSON for stdout."""
+    from .diagnostics import Severity, format_json, format_text
+
+    text = ""
+    if diagnostics:
+        errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
+        warnings = len(diagnostics) - errors
+        text = format_text(diagnostics) + f"{errors} error(s), {warnings} warning(s)\n"
+    return {"text": text, "json": format_json(diagnostics)}
+
+
+def print_findings(findings: dict[str, str], output_format: str) -> None:
+    if output_format == "json":
+        sys.stdout.write(findings["json"])
+    else:
+        sys.stderr.write(findings["text"])
+
+
+def print_summary(
+    output_format: str, state: str, out: Path, scripts: int, analysed: int, cached: int
+) -> None:
+    if output_format == "text":
+        sys.stdout.write(summary_line(state, out, scripts, analysed, cached) + "\n")
+
+
+def run_build(
+    *,
+    src: Path,
+    out: Path,
+    cache_dir: Path | None,
+    no_cache: bool,
+    strict: bool | None,
+    output_format: str,
+    previous: Path | None,
+    check_only: bool,
+    prepared: tuple[Snapshot, str] | None = None,
+) -> int:
+    """Check every script and (unless `check_only`) write the build; the exit code.
+
+    `prepared` is a snapshot of `src` and its inputs digest that the caller already made for
+    these very options and found no stamp for.
+    """
+    from .cache import inputs_digest, replay_build, stamp_build
+    from .snapshot import take_snapshot
+
+    root = cache_root(cache_dir, no_cache, src, out)
+    settings = build_settings(src, strict)
+    # One read of the sources serves the up-to-date check and the build itself.
+    snapshot: Snapshot | None
+    digest: str | None = None
+    if prepared is not None:
+        snapshot, digest = prepared
+    else:
+        snapshot = take_snapshot(src) if src.is_dir() else None
+    # A build judged against a previous release always takes the full path.
+    if root is not None and snapshot is not None and not check_only and previous is None:
+        if digest is None:
+            digest = inputs_digest(snapshot, src, out, settings)
+            stamp = replay_build(root, digest)
+        else:
+            stamp = None  # the caller looked and found none
+        if stamp is not None:
+            # Nothing changed since a build that passed: say what it said, touch nothing.
+            print_findings(stamp["findings"], output_format)
+            print_summary(output_format, "up to date:", out, stamp["scripts"], 0, stamp["scripts"])
+            return 0
+
+    from . import pipeline
+    from .cache import AnalysisCache
+    from .config import load_config
+    from .release import load_manifest
+
+    try:
+        config = load_config(src, strict)
+        last_release = load_manifest(previous) if previous is not None else None
+        cache = AnalysisCache(root)
+        if check_only:
+            result = pipeline.check(config, cache, snapshot)
+        else:
+            result = pipeline.build(config, cache, out, snapshot, last_release)
+    except ConfigError as exc:
+        raise UsageProblem(str(exc)) from None
+    findings = render(result.diagnostics)
+    print_findings(findings, output_format)
+    if result.failed(config.strict):
+        return 1
+    if check_only:
+        # Printed after the findings, so its errors are reported here rather than raised.
+        try:
+            stale = pipeline.stale_generated(config, result)
+        except ConfigError as exc:
+            sys.stderr.write(f"Error: {exc}\n")
+            return 2
+        for name in stale:
+            sys.stderr.write(f"{config.python_package}/{name}: out of date\n")
+        if stale:
+            sys.stderr.write("run 'echomq-scripts build' to regenerate it\n")
+            return 1
+        return 0
+    state = "wrote" if result.wrote else "up to date:"
+    count = len(result.scripts)
+    print_summary(output_format, state, out, count, result.analysed, result.from_cache)
+    # A digest exists only where a stamp may be kept (see above). pyproject.toml was read again
+    # by the build: stamp only if it held still meanwhile.
+    if (
+        digest is not None
+        and root is not None
+        and snapshot is not None
+        and inputs_digest(snapshot, src, out, settings) == digest
+    ):
+        outputs: dict[StrPath, dict[str, bytes]] = {out: result.files}
+        if config.python_package is not None:
+            outputs[config.python_package] = result.generated
+        stamp_build(root, digest, outputs, {"findings": findings, "scripts": count})
+    return 0
