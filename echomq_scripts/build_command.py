@@ -2,9 +2,12 @@
 
 cli.py's `build` parses the options with click and calls `run_build`; the console script
 (entry.py) calls it directly for a plain build, so a build with work to do does not pay for
-importing click either. Every mistake `run_build` can meet is raised before it prints anything:
+importing click either. A plain build's mistakes are raised before it prints anything:
 `UsageProblem` (cli.py makes it a usage error, exit 2) and `EchoMQScriptsError` (exit 1), so the
-console script can hand such a run to cli.py, which meets the same mistake and reports it.
+console script can hand such a run to cli.py, which runs it again, meets the same mistake and
+reports it. (A build that fails writing the generated package may have written --out already,
+as it does through cli.py; `build --check`, which only cli.py runs, reports a stale package after
+its findings.)
 """
 
 from __future__ import annotations
@@ -66,18 +69,36 @@ def render(diagnostics: list[Diagnostic]) -> dict[str, str]:
     return {"text": text, "json": format_json(diagnostics)}
 
 
+def emit(text: str, *, err: bool = False) -> None:
+    """Write `text` as click.echo does: nothing to a closed stream, UTF-8 to one whose encoding
+    cannot take it, flushed at once (so stdout and stderr keep their order)."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None or not text:
+        return
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        buffer = getattr(stream, "buffer", None)
+        stream.flush()
+        if buffer is not None:
+            buffer.write(text.encode("utf-8", "replace"))
+        else:
+            stream.write(text.encode("ascii", "replace").decode("ascii"))
+    stream.flush()
+
+
 def print_findings(findings: dict[str, str], output_format: str) -> None:
     if output_format == "json":
-        sys.stdout.write(findings["json"])
+        emit(findings["json"])
     else:
-        sys.stderr.write(findings["text"])
+        emit(findings["text"], err=True)
 
 
 def print_summary(
     output_format: str, state: str, out: Path, scripts: int, analysed: int, cached: int
 ) -> None:
     if output_format == "text":
-        sys.stdout.write(summary_line(state, out, scripts, analysed, cached) + "\n")
+        emit(summary_line(state, out, scripts, analysed, cached) + "\n")
 
 
 def run_build(
@@ -105,12 +126,14 @@ def run_build(
     # One read of the sources serves the up-to-date check and the build itself.
     snapshot: Snapshot | None
     digest: str | None = None
+    # A build judged against a previous release, a check and a build without a cache keep no
+    # stamp: only a build that may keep one takes the caller's digest.
+    may_stamp = root is not None and not check_only and previous is None
     if prepared is not None:
-        snapshot, digest = prepared
+        snapshot, digest = prepared[0], prepared[1] if may_stamp else None
     else:
         snapshot = take_snapshot(src) if src.is_dir() else None
-    # A build judged against a previous release always takes the full path.
-    if root is not None and snapshot is not None and not check_only and previous is None:
+    if may_stamp and root is not None and snapshot is not None:
         if digest is None:
             digest = inputs_digest(snapshot, src, out, settings)
             stamp = replay_build(root, digest)
@@ -146,12 +169,12 @@ def run_build(
         try:
             stale = pipeline.stale_generated(config, result)
         except ConfigError as exc:
-            sys.stderr.write(f"Error: {exc}\n")
+            emit(f"Error: {exc}\n", err=True)  # after the findings: not a usage message
             return 2
         for name in stale:
-            sys.stderr.write(f"{config.python_package}/{name}: out of date\n")
+            emit(f"{config.python_package}/{name}: out of date\n", err=True)
         if stale:
-            sys.stderr.write("run 'echomq-scripts build' to regenerate it\n")
+            emit("run 'echomq-scripts build' to regenerate it\n", err=True)
             return 1
         return 0
     state = "wrote" if result.wrote else "up to date:"

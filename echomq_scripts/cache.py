@@ -25,6 +25,7 @@ import marshal
 import os
 import sys
 
+from .errors import ConfigError
 from .snapshot import Snapshot, read_tree
 
 # Not typing.TYPE_CHECKING: importing typing would cost the no-op rebuild about 5 ms, and the
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # The modules whose code decides what `Facts` holds.
 _ANALYSER_MODULES = ("analyse.py", "syntax.py", "redis_lua.py")
-_STAMP_FORMAT = 2  # 2: marshal's format (1 was JSON)
+_STAMP_FORMAT = 2  # 2: sha256 of the payload, then the payload in marshal's format (1 was JSON)
 
 
 def default_cache_dir() -> str:
@@ -48,7 +49,15 @@ def default_cache_dir() -> str:
     explicit = os.environ.get("ECHOMQ_SCRIPTS_CACHE_DIR")
     if explicit:
         return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        home = os.path.expanduser("~")
+        if home == "~":  # no HOME and no password entry: never a folder named "~" here
+            raise ConfigError(
+                "no home directory for the cache: set ECHOMQ_SCRIPTS_CACHE_DIR, or pass"
+                " --cache-dir or --no-cache"
+            )
+        base = os.path.join(home, ".cache")
     return os.path.join(base, "echomq-scripts")
 
 
@@ -158,9 +167,14 @@ def replay_build(cache_dir: StrPath, digest: str) -> dict[str, Any] | None:
     """The stamp of an identical earlier build, if every directory it wrote still holds
     exactly the files it wrote there (the build directory, and any generated package)."""
     try:
-        # A stamp holds only dicts, strings and ints; a damaged one fails to load or to match.
-        stamp = marshal.loads(_read(_stamp_path(cache_dir, digest)))
-        if stamp.get("format") != _STAMP_FORMAT:
+        # The payload's own sha256 comes first: marshal is not made to read damaged data (a few
+        # wrong bytes can make it allocate gigabytes), so only an intact payload reaches it.
+        data = _read(_stamp_path(cache_dir, digest))
+        checksum, payload = data[:32], data[32:]
+        if len(checksum) != 32 or hashlib.sha256(payload).digest() != checksum:
+            return None
+        stamp = marshal.loads(payload)
+        if not _stamp_shape(stamp):
             return None
         directories: dict[str, dict[str, str]] = stamp["outputs"]
         for directory, expected in directories.items():
@@ -170,9 +184,28 @@ def replay_build(cache_dir: StrPath, digest: str) -> dict[str, Any] | None:
             for name, data in present.items():
                 if hashlib.sha256(data).hexdigest() != expected[name]:
                     return None
-    except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError, MemoryError):
         return None
     return dict(stamp)
+
+
+def _stamp_shape(stamp: object) -> bool:
+    """Whether a loaded stamp has the fields, of the types, that a replay prints and checks."""
+    if not isinstance(stamp, dict) or stamp.get("format") != _STAMP_FORMAT:
+        return False
+    findings, outputs = stamp.get("findings"), stamp.get("outputs")
+    return (
+        isinstance(stamp.get("scripts"), int)
+        and isinstance(findings, dict)
+        and all(isinstance(findings.get(k), str) for k in ("text", "json"))
+        and isinstance(outputs, dict)
+        and all(
+            isinstance(d, str)
+            and isinstance(f, dict)
+            and all(isinstance(n, str) and isinstance(h, str) for n, h in f.items())
+            for d, f in outputs.items()
+        )
+    )
 
 
 def stamp_build(
@@ -188,4 +221,5 @@ def stamp_build(
         for directory, files in outputs.items()
     }
     stamp = {"format": _STAMP_FORMAT, "outputs": recorded, **report}
-    _write_atomically(_stamp_path(cache_dir, digest), marshal.dumps(stamp))
+    payload = marshal.dumps(stamp)
+    _write_atomically(_stamp_path(cache_dir, digest), hashlib.sha256(payload).digest() + payload)

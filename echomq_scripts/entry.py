@@ -2,8 +2,9 @@
 --no-cache) runs here without the CLI framework, whose import costs more than a no-op build:
 an up-to-date build is answered from its stamp with nothing but the standard library's lightest
 modules, and a build with work to do goes straight to build_command.run_build. Every other
-command line goes to cli.py untouched, and so does a plain build that meets a mistake (cli.py
-meets it again and reports it as click does; nothing was printed or written before it).
+command line goes to cli.py untouched, and so does a plain build that meets a mistake: cli.py
+runs it again, meets the same mistake and reports it as click does (build_command raises a plain
+build's mistakes before printing anything).
 """
 
 from __future__ import annotations
@@ -77,10 +78,11 @@ def _stamped_answer(
     cache_dir = options["cache_dir"]
     cache_root = path_text(cache_dir if isinstance(cache_dir, str) else default_cache_dir())
     strict = options["strict"]
-    # click refuses a file where a directory is asked for, and build_command a cache inside
-    # the sources or the output: both are for cli.py to say.
-    if not os.path.isdir(src) or any(
-        os.path.exists(p) and not os.path.isdir(p) for p in (out, cache_root)
+    # click refuses a file where a directory is asked for, or one it cannot read, and
+    # build_command a cache inside the sources or the output: all for cli.py to say.
+    if not (os.path.isdir(src) and os.access(src, os.R_OK)) or any(
+        os.path.exists(p) and not (os.path.isdir(p) and os.access(p, os.R_OK))
+        for p in (out, cache_root)
     ):
         return None
     if _inside(cache_root, src) or _inside(cache_root, out):
@@ -136,13 +138,13 @@ def answer_build(argv: list[str]) -> int | None:
         return None
     if answer is None:
         return None
-    if isinstance(answer[0], dict):
-        return _build_here(options, (answer[0], str(answer[1])))
-    stdout, stderr = str(answer[0]), str(answer[1])
     try:
-        sys.stderr.write(stderr)
-        sys.stdout.write(stdout)
-        sys.stdout.flush()
+        if isinstance(answer[0], dict):
+            return _build_here(options, (answer[0], str(answer[1])))
+        from .build_command import emit
+
+        emit(str(answer[1]), err=True)
+        emit(str(answer[0]))
     except BrokenPipeError:
         # As click does: the reader went away; say nothing more.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces stdout for the exit flush
@@ -153,11 +155,11 @@ def answer_build(argv: list[str]) -> int | None:
 def main() -> None:
     try:
         code = answer_build(sys.argv[1:])
+        if code is None:
+            from .cli import main as full_command_line
     except KeyboardInterrupt:
-        sys.stderr.write("Aborted!\n")  # what click prints
+        sys.stderr.write("\nAborted!\n")  # what click prints
         sys.exit(1)
     if code is not None:
         sys.exit(code)
-    from .cli import main as full_command_line
-
     full_command_line()

@@ -310,6 +310,27 @@ def test_console_no_op_answers_as_the_full_command_does(in_tmp: Path) -> None:
     assert "[shadowed-local]" in probe.stderr
 
 
+def test_the_no_op_path_imports_none_of_the_heavy_modules(in_tmp: Path) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = str(in_tmp / "cache")
+    assert run_console("build", "--cache-dir", cache).returncode == 0
+    script = (
+        "import sys\n"
+        "from echomq_scripts.entry import answer_build\n"
+        "assert answer_build(sys.argv[1:]) == 0\n"
+        "heavy = {'click', 'pathlib', 'json', 're', 'typing', 'echomq_scripts.pipeline'}\n"
+        "print(sorted(heavy & set(sys.modules)), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "build", "--cache-dir", cache],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0
+    assert done.stderr.splitlines()[-1] == "[]"
+
+
 def run_without_click(*args: str) -> subprocess.CompletedProcess[str]:
     """entry.answer_build on `args`: exit 10 + its code when it ran without importing click,
     9 when it handed the command line over, 99 when click was imported."""
@@ -361,7 +382,7 @@ def test_console_hands_everything_else_to_the_full_command(in_tmp: Path) -> None
     os.chdir(in_tmp / "locals")
     cache = str(in_tmp / "cache")
     assert run_console("build", "--cache-dir", cache).returncode == 0
-    # An out-of-date build: entry.py looked, found no stamp, and the full build ran.
+    # An out-of-date build: entry.py found no stamp and built, itself.
     include = Path("lua_src/includes/countJob.lua")
     include.write_text(include.read_text() + "-- changed\n")
     rebuilt = run_console("build", "--cache-dir", cache)
@@ -435,24 +456,47 @@ def test_path_text_spells_a_path_as_pathlib_does(value: str) -> None:
     assert path_text(value) == str(Path(value))
 
 
-@pytest.mark.parametrize("damage", [b"", b"\x00garbage", b"{not a stamp"])
+def _stamp_damages() -> list[bytes]:
+    import hashlib
+    import marshal
+
+    def sealed(payload: bytes) -> bytes:  # a checksum that matches: only the payload is wrong
+        return hashlib.sha256(payload).digest() + payload
+
+    wrong_shape = {"format": 2, "outputs": {}, "findings": 1, "scripts": 3}
+    return [
+        b"",
+        b"\x00garbage",
+        b"(\xff\xff\xff\x7f",  # a huge length: marshal alone would try to allocate it
+        sealed(marshal.dumps(wrong_shape)),
+        sealed(marshal.dumps([1, 2])),
+    ]
+
+
+@pytest.mark.parametrize("damage", _stamp_damages())
 def test_a_damaged_stamp_is_a_miss_for_both_paths(in_tmp: Path, damage: bytes) -> None:
     copy_fixture("locals", in_tmp)
     os.chdir(in_tmp / "locals")
     cache = in_tmp / "cache"
     assert run_console("build", "--cache-dir", str(cache)).returncode == 0
     stamps = list((cache / "builds").iterdir())
-    assert stamps
-    for stamp in stamps:
-        stamp.write_bytes(damage + stamp.read_bytes()[len(damage) :][:10])
+    assert len(stamps) == 1
+
+    def stamped() -> object:  # what the stamp holds (marshal's bytes vary with object identity)
+        import marshal
+
+        return marshal.loads(stamps[0].read_bytes()[32:])
+
+    good = stamped()
+    stamps[0].write_bytes(damage)
     # Either path reads a damaged stamp as none, builds (the outputs are already right, so it
     # writes nothing) and stamps again.
     quick = run_console("build", "--cache-dir", str(cache))
     assert quick.returncode == 0
     assert quick.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
     assert "Traceback" not in quick.stderr
-    assert all(s.read_bytes() != damage for s in (cache / "builds").iterdir())
-    for stamp in (cache / "builds").iterdir():
-        stamp.write_bytes(damage)
+    assert stamped() == good
+    stamps[0].write_bytes(damage)
     full = invoke("build", "--cache-dir", str(cache))
     assert (full.exit_code, full.exception) == (0, None)
+    assert stamped() == good
