@@ -12,6 +12,7 @@ its findings.)
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .errors import ConfigError
@@ -40,6 +41,13 @@ def summary_line(state: str, out: object, scripts: int, analysed: int, cached: i
     return f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)"
 
 
+def inside(path: StrPath, tree: StrPath) -> bool:
+    """Whether `path` lies in `tree` once both are resolved (what Path.is_relative_to answers
+    for resolved paths, without pathlib: the console script asks it on the no-op path)."""
+    real, real_tree = os.path.realpath(path), os.path.realpath(tree)
+    return real == real_tree or real.startswith(os.path.join(real_tree, ""))
+
+
 def cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | None:
     """The cache directory to use, refusing one inside the sources or the output."""
     from pathlib import Path
@@ -50,7 +58,7 @@ def cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | N
         return None
     root = cache_dir or Path(default_cache_dir())
     for tree in trees:
-        if root.resolve().is_relative_to(tree.resolve()):
+        if inside(root, tree):
             raise UsageProblem(
                 f"the cache directory {root} lies inside {tree}: choose one outside it"
             )

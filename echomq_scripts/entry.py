@@ -59,18 +59,12 @@ def path_text(value: str) -> str:
     return root + "/".join(parts) if root or parts else "."
 
 
-def _inside(path: str, tree: str) -> bool:
-    """Whether `path` lies in `tree` once both are resolved (Path.is_relative_to's answer)."""
-    real, real_tree = os.path.realpath(path), os.path.realpath(tree)
-    return real == real_tree or real.startswith(os.path.join(real_tree, ""))
-
-
 def _stamped_answer(
     options: dict[str, str | bool | None],
 ) -> tuple[str, str] | tuple[dict[str, bytes | None], str] | None:
     """What the identical earlier build printed, as (stdout, stderr); else, when a build can
     run here, (the snapshot of the sources, their inputs digest); None to hand over."""
-    from .build_command import build_settings, summary_line
+    from .build_command import build_settings, inside, summary_line
     from .cache import default_cache_dir, inputs_digest, replay_build
     from .snapshot import take_snapshot
 
@@ -85,7 +79,7 @@ def _stamped_answer(
         for p in (out, cache_root)
     ):
         return None
-    if _inside(cache_root, src) or _inside(cache_root, out):
+    if inside(cache_root, src) or inside(cache_root, out):
         return None
     snapshot = take_snapshot(src)
     settings = build_settings(src, strict if isinstance(strict, bool) else None)
