@@ -444,6 +444,12 @@ def _usec(phase: Phase) -> int:
     return phase.usec
 
 
+def _instructions(phase: Phase) -> int:
+    if phase.instructions is None:
+        raise RuntimeError("a phase measured without the instruction counter")
+    return phase.instructions
+
+
 def _row(side: str, fetch_next: bool, rounds: Sequence[CycleRound]) -> CycleRow:
     names = list(rounds[0].phases)
     # Each phase's least round: phases are measured (and disturbed) one at a time.
@@ -458,6 +464,30 @@ def _row(side: str, fetch_next: bool, rounds: Sequence[CycleRound]) -> CycleRow:
     )
 
 
+def _cycle_rounds(
+    stats: redis.Redis,
+    port: int,
+    bull: CycleFactory,
+    jobs: int,
+    rounds: int,
+    fetch_next: bool,
+    counter: InstructionCounter | None = None,
+) -> tuple[list[CycleRound], list[CycleRound]]:
+    """A warm-up round of each side (script loads, connections, imports), then `rounds`
+    rounds of each, the sides alternating which goes first; EchoMQ's rounds, then BullMQ's."""
+    sides: dict[str, CycleFactory] = {"EchoMQ": EchoCycle, "BullMQ": bull}
+    for factory in sides.values():
+        one_round(factory, port, stats, "warm-up", max(jobs // 10, 10), fetch_next)
+        stats.flushall()
+    done: dict[str, list[CycleRound]] = {name: [] for name in sides}
+    for round_ in range(rounds):
+        order = list(sides.items())
+        for name, factory in order if round_ % 2 == 0 else reversed(order):
+            done[name].append(one_round(factory, port, stats, "q", jobs, fetch_next, counter))
+            stats.flushall()
+    return done["EchoMQ"], done["BullMQ"]
+
+
 def job_cycle(
     port: int, bull: CycleFactory, jobs: int, rounds: int, progress: Callable[[str], None]
 ) -> list[CycleComparison]:
@@ -466,17 +496,7 @@ def job_cycle(
     try:
         for fetch_next in (False, True):
             progress(f"job cycle, fetch-next {'on' if fetch_next else 'off'}")
-            sides: dict[str, CycleFactory] = {"EchoMQ": EchoCycle, "BullMQ": bull}
-            for factory in sides.values():  # warm-up: script loads, connections, imports
-                one_round(factory, port, stats, "warm-up", max(jobs // 10, 10), fetch_next)
-                stats.flushall()
-            done: dict[str, list[CycleRound]] = {name: [] for name in sides}
-            for round_ in range(rounds):
-                order = list(sides.items())
-                for name, factory in order if round_ % 2 == 0 else reversed(order):
-                    done[name].append(one_round(factory, port, stats, "q", jobs, fetch_next))
-                    stats.flushall()
-            echo, bullmq = done["EchoMQ"], done["BullMQ"]
+            echo, bullmq = _cycle_rounds(stats, port, bull, jobs, rounds, fetch_next)
             echo_row = _row("EchoMQ", fetch_next, echo)
             bull_row = _row("BullMQ", fetch_next, bullmq)
             comparisons.append(
@@ -528,43 +548,32 @@ def job_cycle_instructions(
     try:
         for fetch_next in (False, True):
             progress(f"job cycle under callgrind, fetch-next {'on' if fetch_next else 'off'}")
-            done: dict[str, list[CycleRound]] = {}
-            for name, factory in (("EchoMQ", EchoCycle), ("BullMQ", bull)):
-                one_round(factory, port, stats, "warm-up", 20, fetch_next)
-                stats.flushall()
-                done[name] = []
-                for _ in range(rounds):
-                    done[name].append(
-                        one_round(factory, port, stats, "q", jobs, fetch_next, counter)
-                    )
-                    stats.flushall()
+            sides = _cycle_rounds(stats, port, bull, jobs, rounds, fetch_next, counter)
+
+            def least(side: list[CycleRound], phase: str) -> Phase:
+                return min((r.phases[phase] for r in side), key=_instructions)
 
             def per_job(side: list[CycleRound]) -> float:
-                names = list(side[0].phases)
-                least = [min(r.phases[n].instructions or 0 for r in side) for n in names]
-                return sum(least) / jobs
+                return sum(_instructions(least(side, n)) for n in side[0].phases) / jobs
 
             def by_phase(side: list[CycleRound]) -> dict[str, float]:
                 return {
-                    n: min((r.phases[n].instructions or 0) / r.phases[n].calls for r in side)
-                    for n in side[0].phases
+                    n: _instructions(least(side, n)) / least(side, n).calls for n in side[0].phases
                 }
 
-            spread = max(
-                (max(values) - min(values)) / min(values)
-                for side in done.values()
-                for n in side[0].phases
-                if (values := [r.phases[n].instructions or 1 for r in side])
-            )
-            echo, bullmq = per_job(done["EchoMQ"]), per_job(done["BullMQ"])
+            counts = [
+                [_instructions(r.phases[n]) for r in side] for side in sides for n in side[0].phases
+            ]
+            spread = max((max(c) - min(c)) / min(c) for c in counts)
+            echo, bullmq = per_job(sides[0]), per_job(sides[1])
             rows.append(
                 InstructionRow(
                     fetch_next,
                     jobs,
                     echo,
                     bullmq,
-                    by_phase(done["EchoMQ"]),
-                    by_phase(done["BullMQ"]),
+                    by_phase(sides[0]),
+                    by_phase(sides[1]),
                     echo / bullmq,
                     spread,
                 )
