@@ -9,17 +9,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from . import __version__
 from .build_command import print_findings, render
 from .errors import ConfigError, EchoMQScriptsError
-
-if TYPE_CHECKING:
-    from .cache import AnalysisCache
-    from .config import Config
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
@@ -111,10 +107,10 @@ def build(
     Example:
         echomq-scripts build --src lua_src --out build
     """
-    from .build_command import UsageProblem, run_build
+    from .build_command import run_build
 
-    try:
-        code = run_build(
+    code = _run(
+        lambda: run_build(
             src=src,
             out=out,
             cache_dir=cache_dir,
@@ -124,10 +120,7 @@ def build(
             previous=previous,
             check_only=check_only,
         )
-    except UsageProblem as exc:
-        raise click.UsageError(str(exc)) from None
-    except EchoMQScriptsError as exc:
-        raise click.ClickException(str(exc)) from None
+    )
     sys.exit(code)
 
 
@@ -143,9 +136,13 @@ def check(
         echomq-scripts check --src lua_src --strict
     """
     from . import pipeline
+    from .build_command import cache_root
+    from .cache import AnalysisCache
+    from .config import load_config
 
-    config, cache = _setup(src, strict, _cache_root(cache_dir, no_cache, src))
-    result = pipeline.check(config, cache)
+    root = _run(lambda: cache_root(cache_dir, no_cache, src))
+    config = _run(lambda: load_config(src, strict))
+    result = pipeline.check(config, AnalysisCache(root))
     print_findings(render(result.diagnostics), output_format)
     sys.exit(1 if result.failed(config.strict) else 0)
 
@@ -271,30 +268,13 @@ def explain(location: str, out: Path, src: Path) -> None:
     click.echo(f"{(src / source).as_posix()}:{line}" + (f": {text}" if text else ""))
 
 
-def _cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | None:
-    from .build_command import UsageProblem, cache_root
-
-    try:
-        return cache_root(cache_dir, no_cache, *trees)
-    except UsageProblem as exc:
-        raise click.UsageError(str(exc)) from None
-
-
-def _setup(src: Path, strict: bool | None, cache_dir: Path | None) -> tuple[Config, AnalysisCache]:
-    from .cache import AnalysisCache
-    from .config import load_config
-
-    try:
-        config = load_config(src, strict)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    return config, AnalysisCache(cache_dir)
-
-
 def _run(action: Callable[[], R]) -> R:
+    """`action()`, its mistakes as click reports them: usage errors exit 2, the rest 1."""
+    from .build_command import UsageProblem
+
     try:
         return action()
-    except ConfigError as exc:
+    except (ConfigError, UsageProblem) as exc:
         raise click.UsageError(str(exc)) from None
     except EchoMQScriptsError as exc:
         raise click.ClickException(str(exc)) from None
