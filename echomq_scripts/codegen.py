@@ -212,10 +212,6 @@ class ScriptView:
         return ", ".join(codes) + ("," if len(codes) == 1 else "")
 
     @property
-    def return_cast(self) -> str:
-        return self.return_type
-
-    @property
     def job_id_suffix(self) -> str:
         return f", {self.job_id_param}" if self.job_id_param else ""
 
