@@ -66,9 +66,21 @@ def _read(path: str) -> bytes:
         return handle.read()
 
 
+# Per process: the tool's code and the installed parsers do not change while it runs, and a
+# build that does work asks twice (before it, and again before it stamps).
+_fingerprints: dict[tuple[str, ...] | None, bytes] = {}
+
+
 def tool_fingerprint(modules: tuple[str, ...] | None = None) -> bytes:
     """A digest of this package's code and templates (or of `modules` only) and of the
     installed parsers."""
+    known = _fingerprints.get(modules)
+    if known is None:
+        known = _fingerprints[modules] = _fingerprint(modules)
+    return known
+
+
+def _fingerprint(modules: tuple[str, ...] | None) -> bytes:
     digest = hashlib.sha256()
     templates = os.path.join(_PACKAGE_DIR, "templates")
     everything = [n for n in os.listdir(_PACKAGE_DIR) if n.endswith(".py")]

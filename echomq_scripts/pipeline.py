@@ -117,7 +117,8 @@ def build(
                 result.scripts, config.python_module, inputs, templates
             )
     result.wrote = write_output(out, result.files)
-    if package is not None:
+    # A package kept as it was read just above needs no second read to know it is unchanged.
+    if package is not None and result.generated is not present:
         changed = write_output(package, result.generated, GENERATED_PACKAGE)
         result.wrote = result.wrote or changed
     return result
