@@ -23,6 +23,7 @@ from .snapshot import Snapshot, StrPath
 TYPE_CHECKING = False  # not typing's: see cache.py
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from .diagnostics import Diagnostic
 
@@ -95,6 +96,14 @@ def emit(text: str, *, err: bool = False) -> None:
     stream.flush()
 
 
+def replay(stamp: dict[str, Any], output_format: str, out: object) -> tuple[str, str]:
+    """What an up-to-date build prints, from its stamp: (stdout, stderr)."""
+    findings, scripts = stamp["findings"], stamp["scripts"]
+    if output_format == "json":
+        return findings["json"], ""
+    return summary_line("up to date:", out, scripts, 0, scripts) + "\n", findings["text"]
+
+
 def print_findings(findings: dict[str, str], output_format: str) -> None:
     if output_format == "json":
         emit(findings["json"])
@@ -149,8 +158,9 @@ def run_build(
             stamp = None  # the caller looked and found none
         if stamp is not None:
             # Nothing changed since a build that passed: say what it said, touch nothing.
-            print_findings(stamp["findings"], output_format)
-            print_summary(output_format, "up to date:", out, stamp["scripts"], 0, stamp["scripts"])
+            stdout, stderr = replay(stamp, output_format, out)
+            emit(stderr, err=True)
+            emit(stdout)
             return 0
 
     from . import pipeline

@@ -64,7 +64,7 @@ def _stamped_answer(
 ) -> tuple[str, str] | tuple[dict[str, bytes | None], str] | None:
     """What the identical earlier build printed, as (stdout, stderr); else, when a build can
     run here, (the snapshot of the sources, their inputs digest); None to hand over."""
-    from .build_command import build_settings, inside, summary_line
+    from .build_command import build_settings, inside, replay
     from .cache import default_cache_dir, inputs_digest, replay_build
     from .snapshot import take_snapshot
 
@@ -87,10 +87,7 @@ def _stamped_answer(
     stamp = replay_build(cache_root, digest)
     if stamp is None:
         return snapshot, digest
-    findings, scripts = stamp["findings"], stamp["scripts"]
-    if options["format"] == "json":
-        return findings["json"], ""
-    return summary_line("up to date:", out, scripts, 0, scripts) + "\n", findings["text"]
+    return replay(stamp, str(options["format"]), out)
 
 
 def _build_here(
