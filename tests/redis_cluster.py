@@ -34,7 +34,7 @@ class RedisCluster:
         count = self.primaries * (1 + self.replicas)
         try:
             for _ in range(count):
-                node = RedisServer(self.binary).start(
+                node = RedisServer(self.binary, cluster_bus=True).start(
                     "--cluster-enabled",
                     "yes",
                     "--cluster-config-file",

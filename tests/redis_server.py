@@ -18,8 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 MIN_VERSION = (7, 0)
+# A cluster node also listens on its port + 10000, the cluster bus.
+CLUSTER_BUS_OFFSET = 10000
 
 
 class RedisUnavailable(Exception):
@@ -44,11 +48,25 @@ def find_binary() -> str:
     return binary
 
 
-def free_port() -> int:
+def _bindable(port: int) -> bool:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port(cluster_bus: bool = False) -> int:
+    """A free loopback port; with `cluster_bus`, one whose bus port is free and valid too."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+        # Ephemeral ports reach 60999: a node above 55535 would refuse to start.
+        bus = port + CLUSTER_BUS_OFFSET
+        if not cluster_bus or (bus <= 65535 and _bindable(bus)):
+            return port
 
 
 @dataclass
@@ -63,11 +81,13 @@ class RedisServer:
     # answer then.
     launcher: tuple[str, ...] = ()
     ready_timeout: float = 10.0
+    # A cluster node: its port leaves room for the cluster bus (see `free_port`).
+    cluster_bus: bool = False
 
     def start(self, *extra: str) -> RedisServer:
         # Another process may take the port between free_port() and bind: try a few.
         for _ in range(5):
-            self.port = free_port()
+            self.port = free_port(self.cluster_bus)
             self.process = subprocess.Popen(
                 [
                     *self.launcher,
@@ -99,7 +119,8 @@ class RedisServer:
 
     def _wait_ready(self, timeout: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout
-        client = self.client()
+        # No retries: redis-py's default backoff would spend seconds on a server that has exited.
+        client = self.client(retry=Retry(NoBackoff(), 0))
         try:
             while time.monotonic() < deadline:
                 if self.process is None or self.process.poll() is not None:
