@@ -1,14 +1,14 @@
 """Shared fixtures: one private redis-server per test session, flushed before each test.
 
-With CI=true a missing or too-old redis-server fails the tests that need it; elsewhere they are
-skipped with the reason, so the pure build tests still run on a machine without Redis.
+In CI (`in_ci`) a missing or too-old redis-server fails the tests that need it; elsewhere they
+are skipped with the reason, so the pure build tests still run on a machine without Redis.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NoReturn
 
@@ -26,9 +26,19 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+# The values of CI that mean "this is CI", compared in lower case: CI services set `true`, and
+# people write `1`, `yes` or `on` as often.
+_CI_VALUES = frozenset({"1", "true", "yes", "on"})
+
+
+def in_ci(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the tests run in CI: `CI` is 1, true, yes or on, in any case."""
+    return environ.get("CI", "").strip().lower() in _CI_VALUES
+
+
 def unavailable(needed: str, problem: str) -> NoReturn:
     """A test's outside part is missing: that fails the run in CI, and skips the test elsewhere."""
-    if os.environ.get("CI") == "true":
+    if in_ci():
         pytest.fail(f"CI needs {needed}: {problem}")
     pytest.skip(problem)
 

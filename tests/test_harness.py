@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, in_ci
 
 A_REDIS_TEST = "tests/test_redis.py::test_extend_lock_extends_only_for_the_holder"
 
@@ -24,15 +24,36 @@ def run_pytest(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("binary", ["/nonexistent/redis-server", "true"])
-def test_missing_or_unusable_redis_fails_the_run_in_ci(binary: str) -> None:
-    done = run_pytest({"CI": "true", "REDIS_SERVER": binary})
+@pytest.mark.parametrize(
+    ("value", "counts"),
+    [
+        *((v, True) for v in ("1", "true", "True", "TRUE", "yes", "Yes", "on", "ON", " true\n")),
+        *((v, False) for v in ("", "0", "false", "False", "no", "off", "2", "truthy")),
+    ],
+)
+def test_which_values_of_ci_count(value: str, counts: bool) -> None:
+    assert in_ci({"CI": value}) is counts
+
+
+def test_no_ci_variable_is_not_ci() -> None:
+    assert in_ci({"PATH": "/usr/bin"}) is False
+
+
+@pytest.mark.parametrize(
+    ("ci", "binary"),
+    [("true", "/nonexistent/redis-server"), ("true", "true"), ("1", "true"), ("Yes", "true")],
+)
+def test_missing_or_unusable_redis_fails_the_run_in_ci(ci: str, binary: str) -> None:
+    done = run_pytest({"CI": ci, "REDIS_SERVER": binary})
     assert done.returncode == 1
     assert "CI needs redis-server" in done.stdout
     assert "1 error" in done.stdout
 
 
-def test_missing_redis_skips_outside_ci() -> None:
-    done = run_pytest({"REDIS_SERVER": "/nonexistent/redis-server"})
+@pytest.mark.parametrize("ci", [None, "", "0", "false", "No"])
+def test_missing_redis_skips_outside_ci(ci: str | None) -> None:
+    done = run_pytest(
+        {"REDIS_SERVER": "/nonexistent/redis-server", **({} if ci is None else {"CI": ci})}
+    )
     assert done.returncode == 0
     assert "1 skipped" in done.stdout
