@@ -1,7 +1,9 @@
 """Shared fixtures: one private redis-server per test session, flushed before each test.
 
 In CI (`in_ci`) a missing or too-old redis-server fails the tests that need it; elsewhere they
-are skipped with the reason, so the pure build tests still run on a machine without Redis.
+are skipped with the reason, so the pure build tests still run on a machine without Redis. A
+server or cluster that exists but does not come up fails the test everywhere: only what is
+missing may skip.
 """
 
 from __future__ import annotations
@@ -43,20 +45,24 @@ def unavailable(needed: str, problem: str) -> NoReturn:
     pytest.skip(problem)
 
 
-def start_cluster() -> RedisCluster:
-    """Three primaries with a replica each (or the test's skip or failure, see `unavailable`)."""
+def redis_binary() -> str:
+    """The redis-server to run; a missing or too-old one is `unavailable`."""
     try:
-        return RedisCluster(find_binary(), replicas=1).start()
+        return find_binary()
     except RedisUnavailable as exc:
-        unavailable("a Redis Cluster", str(exc))
+        unavailable("redis-server", str(exc))
+
+
+def start_cluster(timeout: float = RedisCluster.ready_timeout) -> RedisCluster:
+    """Three primaries with a replica each. Only a missing redis-server skips (`redis_binary`);
+    a cluster that fails to start, or is not ready within `timeout` seconds, raises."""
+    return RedisCluster(redis_binary(), replicas=1, ready_timeout=timeout).start()
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
-    try:
-        server = RedisServer(find_binary()).start()
-    except RedisUnavailable as exc:
-        unavailable("redis-server", str(exc))
+    # A server that exists but does not start raises, which fails the tests that need it.
+    server = RedisServer(redis_binary()).start()
     yield server
     server.stop()
 

@@ -23,6 +23,10 @@ class RedisCluster:
     binary: str
     primaries: int = 3
     replicas: int = 0
+    # Seconds that `start` waits, once the cluster is created, for cluster_state:ok on every
+    # node and every replica synced, before it raises: generous, for a slow or loaded machine.
+    # A cluster still not ready then fails the tests that need it (it is never a skip).
+    ready_timeout: float = 120.0
     nodes: list[RedisServer] = field(default_factory=list)
 
     def start(self) -> RedisCluster:
@@ -59,7 +63,7 @@ class RedisCluster:
                 ],
                 capture_output=True,
                 text=True,
-                timeout=60,
+                timeout=120,
             )
             if done.returncode != 0:
                 raise RedisUnavailable(f"redis-cli --cluster create failed: {done.stdout[-500:]}")
@@ -69,8 +73,8 @@ class RedisCluster:
             raise
         return self
 
-    def _wait_until_ok(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
+    def _wait_until_ok(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline:
             states = []
             synced = 0
@@ -88,7 +92,9 @@ class RedisCluster:
             if all(states) and synced == self.primaries * self.replicas:
                 return
             time.sleep(0.1)
-        raise RedisUnavailable("the cluster did not reach cluster_state:ok")
+        raise RedisUnavailable(
+            f"the cluster did not reach cluster_state:ok within {self.ready_timeout:g} s"
+        )
 
     def client(self) -> redis.cluster.RedisCluster:
         return redis.cluster.RedisCluster(host="127.0.0.1", port=self.nodes[0].port)

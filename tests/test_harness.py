@@ -1,4 +1,5 @@
-"""The test harness itself: what happens when redis-server is missing, in CI and elsewhere."""
+"""The test harness itself: what happens when redis-server is missing or a cluster is slow, in CI
+and elsewhere."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO, in_ci
+from tests.conftest import REPO, in_ci, redis_binary, start_cluster
+from tests.redis_server import RedisUnavailable
 
 A_REDIS_TEST = "tests/test_redis.py::test_extend_lock_extends_only_for_the_holder"
 
@@ -57,3 +59,20 @@ def test_missing_redis_skips_outside_ci(ci: str | None) -> None:
     )
     assert done.returncode == 0
     assert "1 skipped" in done.stdout
+
+
+def start_unready_cluster() -> None:
+    """`start_cluster` with no time to get ready; a skip here fails the calling test."""
+    try:
+        # No time to agree: the cluster is created, then found not ready.
+        start_cluster(timeout=0).stop()
+    except pytest.skip.Exception as skipped:
+        pytest.fail(f"a cluster slow to start was skipped: {skipped}")
+
+
+def test_a_cluster_slow_to_start_fails_outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a missing redis-server may skip: a cluster that is not ready in time is a failure."""
+    monkeypatch.delenv("CI", raising=False)
+    redis_binary()  # a machine without redis-server skips here, and only here
+    with pytest.raises(RedisUnavailable, match="did not reach cluster_state:ok within 0 s"):
+        start_unready_cluster()
