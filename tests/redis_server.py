@@ -1,7 +1,9 @@
 """Private redis-server processes for the tests: free loopback ports, temp dirs, no persistence.
 
 Each server is started from the binary named by REDIS_SERVER (default `redis-server` on PATH)
-and stopped by its pid. Nothing here talks to a server the tests did not start.
+and stopped by its pid. Nothing here talks to a server the tests did not start. A test that
+needs persistence asks for it (`aof=True`): such a server can be killed and restarted on the same
+port and directory, and comes back with every write it acknowledged.
 """
 
 from __future__ import annotations
@@ -83,39 +85,71 @@ class RedisServer:
     ready_timeout: float = 10.0
     # A cluster node: its port leaves room for the cluster bus (see `free_port`).
     cluster_bus: bool = False
+    # An append-only file in `directory`, fsynced before each write is acknowledged, so that a
+    # server killed with SIGKILL and restarted (`kill()`, `restart()`) has every write it
+    # acknowledged. Off by default: no test server persists anything unless it asks.
+    aof: bool = False
+    # The extra options of the last start(), which restart() uses again.
+    options: tuple[str, ...] = ()
 
     def start(self, *extra: str) -> RedisServer:
+        self.options = extra
         # Another process may take the port between free_port() and bind: try a few.
         for _ in range(5):
             self.port = free_port(self.cluster_bus)
-            self.process = subprocess.Popen(
-                [
-                    *self.launcher,
-                    self.binary,
-                    "--port",
-                    str(self.port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--daemonize",
-                    "no",
-                    "--dir",
-                    str(self.directory),
-                    "--logfile",
-                    str(self.directory / "redis.log"),
-                    *extra,
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            if self._wait_ready(self.ready_timeout):
+            if self._launch():
                 return self
             self.stop(remove=False)
+        raise self._failed()
+
+    def restart(self) -> RedisServer:
+        """Start again on the same port and directory with the same options (after `kill()`:
+        an `aof` server then loads what it had written)."""
+        self.stop(remove=False)
+        if not self._launch():
+            self.stop(remove=False)
+            raise self._failed()
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the server, as a crash would end it; its directory stays for `restart()`."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            self.process = None
+
+    def _launch(self) -> bool:
+        """Run the binary on `port`; whether it answered PING in time."""
+        persistence = ("yes", "--appendfsync", "always") if self.aof else ("no",)
+        self.process = subprocess.Popen(
+            [
+                *self.launcher,
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                *persistence,
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.directory),
+                "--logfile",
+                str(self.directory / "redis.log"),
+                *self.options,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        return self._wait_ready(self.ready_timeout)
+
+    def _failed(self) -> RedisUnavailable:
         log = (self.directory / "redis.log").read_text(errors="replace")[-2000:]
-        raise RedisUnavailable(f"redis-server did not start; its log ends:\n{log}")
+        return RedisUnavailable(f"redis-server did not start; its log ends:\n{log}")
 
     def _wait_ready(self, timeout: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout
