@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -106,3 +108,22 @@ def copy_fixture(name: str, destination: Path) -> Path:
 
 def run_build(src: Path, out: Path, cache_dir: Path | None = None) -> BuildResult:
     return build(load_config(src), AnalysisCache(cache_dir), out)
+
+
+def run_cli_then(project: Path, args: Sequence[str], then: str) -> list[str]:
+    """Run `echomq-scripts ARGS` in `project` in a fresh interpreter, then print the Python
+    expression `then` in that interpreter (what the command imported, say). The command must
+    exit with status 0: its exit status is the interpreter's. The lines printed."""
+    probe = (
+        "import sys\n"
+        "from echomq_scripts.cli import main\n"
+        "status = 0\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    status = exc.code\n"
+        f"print({then})\n"
+        "sys.exit(status)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args], cwd=project, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"echomq-scripts {' '.join(args)}: {done.stdout}{done.stderr}"
+    return done.stdout.splitlines()

@@ -21,7 +21,7 @@ from echomq_scripts.config import load_config
 from echomq_scripts.errors import ConfigError, OutputError
 from echomq_scripts.pipeline import build
 from echomq_scripts.snapshot import take_snapshot
-from tests.conftest import REPO, run_build
+from tests.conftest import REPO, run_build, run_cli_then
 
 BUNDLE = f"echomq-scripts-{__version__}.tar.gz"
 
@@ -228,23 +228,15 @@ def test_noop_rebuild_loads_no_parser(tmp_path: Path) -> None:
     project = repo_copy(tmp_path / "p")
     cache = tmp_path / "cache"
     build_in_subprocess(project, cache, {})
-    probe = (
-        "import sys\n"
-        "from echomq_scripts.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = ('tree_sitter', 'lupa', 'echomq_scripts.analyse', 'echomq_scripts.emit')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))"
+    heavy = ("tree_sitter", "lupa", "echomq_scripts.analyse", "echomq_scripts.emit")
+    *output, loaded = run_cli_then(
+        project,
+        ["build", "--cache-dir", str(cache)],
+        f"sorted(m for m in {heavy!r} if m in sys.modules)",
     )
-    output = subprocess.run(
-        [sys.executable, "-c", probe, "build", "--cache-dir", str(cache)],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert output.splitlines()[-1] == "[]"
+    assert loaded == "[]"
     count = len(list((project / "lua_src").glob("*-*.lua")))
-    assert f"0 analysed, {count} from cache" in output
+    assert f"0 analysed, {count} from cache" in "\n".join(output)
 
 
 def test_damaged_cache_entries_are_ignored(tmp_path: Path) -> None:

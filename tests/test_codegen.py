@@ -16,7 +16,7 @@ import redis
 from echomq_scripts.errors import ConfigError, OutputError
 from echomq_scripts.naming import snake_case
 from echomq_scripts.runtime import ArgumentError
-from tests.conftest import REPO, copy_fixture, run_build
+from tests.conftest import REPO, copy_fixture, run_build, run_cli_then
 
 
 @pytest.fixture(scope="module")
@@ -164,21 +164,10 @@ def test_a_current_package_is_not_rendered_again(tmp_path: Path) -> None:
     shutil.copytree(REPO / "lua_src", project / "lua_src")
     shutil.copytree(REPO / "echomq_scripts" / "generated", project / "echomq_scripts" / "generated")
     shutil.copy(REPO / "pyproject.toml", project)
-    probe = (
-        "import sys\n"
-        "from echomq_scripts.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('jinja2' in sys.modules)"
-    )
 
     def build() -> str:
-        return subprocess.run(
-            [sys.executable, "-c", probe, "build", "--no-cache"],
-            cwd=project,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.splitlines()[-1]
+        """Whether a build that succeeds loaded Jinja2."""
+        return run_cli_then(project, ["build", "--no-cache"], "'jinja2' in sys.modules")[-1]
 
     assert build() == "False"
     # A hand edit is not repaired by build (the digest still matches) but fails build --check.
