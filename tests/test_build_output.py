@@ -44,14 +44,16 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
     }
 
 
-def build_in_subprocess(project: Path, cache: Path, env: dict[str, str]) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "echomq_scripts", "build", "--cache-dir", str(cache)],
+def build_in_subprocess(project: Path, cache: Path, env: dict[str, str], *args: str) -> str:
+    """`echomq-scripts build ARGS` in a fresh interpreter in `project`; what it printed."""
+    return subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", "build", "--cache-dir", str(cache), *args],
         cwd=project,
         env={**os.environ, **env},
         check=True,
         capture_output=True,
-    )
+        text=True,
+    ).stdout
 
 
 def test_two_builds_in_different_places_are_byte_identical(tmp_path: Path) -> None:
@@ -254,6 +256,31 @@ def test_damaged_cache_entries_are_ignored(tmp_path: Path) -> None:
     result = run_build(project / "lua_src", project / "build", cache)
     assert (result.analysed, result.from_cache) == (len(list(cache.glob("*.json"))), 0)
     assert not result.failed(strict=True)
+
+
+def test_an_edited_analyser_does_not_reuse_the_cache(tmp_path: Path) -> None:
+    """Cached facts are keyed by the analyser's code as well as the script: a build by an
+    edited analyser analyses every script again, and then finds its own entries."""
+    project = repo_copy(tmp_path / "p")
+    cache = tmp_path / "cache"
+    count = len(list((project / "lua_src").glob("*-*.lua")))
+    tool = tmp_path / "tool"
+    shutil.copytree(
+        REPO / "echomq_scripts",
+        tool / "echomq_scripts",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    analyse = tool / "echomq_scripts" / "analyse.py"
+    analyse.write_text(analyse.read_text() + "# edited: the analyser's fingerprint changes\n")
+
+    # Each build writes its own output directory: none is a replay of another's stamp.
+    edited = {"PYTHONPATH": str(tool)}
+    first = build_in_subprocess(project, cache, {}, "--out", "build-1")
+    assert first == f"wrote build-1 ({count} scripts, {count} analysed, 0 from cache)\n"
+    second = build_in_subprocess(project, cache, edited, "--out", "build-2")
+    assert second == f"wrote build-2 ({count} scripts, {count} analysed, 0 from cache)\n"
+    third = build_in_subprocess(project, cache, edited, "--out", "build-3")
+    assert third == f"wrote build-3 ({count} scripts, 0 analysed, {count} from cache)\n"
 
 
 def test_the_build_uses_the_snapshot_it_was_given(tmp_path: Path) -> None:
