@@ -2,7 +2,7 @@
 BIN := .venv/bin
 STAMP := .venv/.installed
 
-.PHONY: build test lint bench golden clean
+.PHONY: build test soak lint bench golden clean
 
 $(STAMP): pyproject.toml
 	tools/setup.sh venv
@@ -22,6 +22,11 @@ test: $(STAMP)
 	$(MAKE) lint
 	$(BIN)/echomq-scripts build --check
 	$(BIN)/pytest
+
+# The race and fault tests at full size (tests marked soak, which `make test` leaves out).
+soak: $(STAMP)
+	tools/setup.sh redis
+	$(BIN)/pytest -m soak
 
 bench: $(STAMP)
 	tools/setup.sh redis
