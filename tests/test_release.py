@@ -16,7 +16,7 @@ import redis.cluster
 from click.testing import CliRunner
 
 from echomq_scripts.cli import cli
-from tests.conftest import REPO, run_build
+from tests.conftest import FIXTURES, REPO, run_build
 from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer
 
@@ -27,10 +27,12 @@ def release(
     version: str,
     edit: dict[str, tuple[str, str]] | None = None,
     package: str | None = None,
+    sources: Path = REPO / "lua_src",
 ) -> Path:
-    """A copy of this repository's scripts at `version`, edited, built; its project dir."""
+    """A copy of `sources` (by default this repository's scripts) at `version`, edited, built;
+    its project dir."""
     project = tmp / name
-    shutil.copytree(REPO / "lua_src", project / "lua_src")
+    shutil.copytree(sources, project / "lua_src")
     for file, (old, new) in (edit or {}).items():
         path = project / "lua_src" / file
         assert old in path.read_text()
@@ -103,6 +105,42 @@ def test_diff_names_each_kind_of_change_and_the_bump(tmp_path: Path) -> None:
     text = CliRunner().invoke(cli, ["diff", str(bundle(base)), str(bundle(body))])
     assert "changed in body only: getCounts" in text.stdout
     assert "smallest bump: patch (1.2.3 -> 1.2.4)" in text.stdout
+
+
+# touch-3 declares -1 and returns tuple[int, int]. Declaring one more code, or returning another
+# shape, changes nothing else about it: each alone is a new signature.
+TOUCH = FIXTURES / "projects" / "clean" / "lua_src"
+ERROR_LINE = "--- @error -1 JobNotExist\n"
+RETURN_LINE = "--- @return tuple[int, int]  the number of keys, and 1\n"
+SIGNATURE_ONLY_EDITS = {
+    "codes": (ERROR_LINE, ERROR_LINE + "--- @error -3 JobNotInState\n"),
+    "returns": (RETURN_LINE, RETURN_LINE.replace("tuple[int, int]", "list[int]")),
+}
+
+
+@pytest.mark.parametrize("part", sorted(SIGNATURE_ONLY_EDITS))
+def test_a_changed_code_list_or_return_shape_needs_a_major_bump(tmp_path: Path, part: str) -> None:
+    base = release(tmp_path, "base", "1.4.2", sources=TOUCH)
+    edit = {"touch-3.lua": SIGNATURE_ONLY_EDITS[part]}
+    changed = release(tmp_path, "changed", "2.0.0", edit, sources=TOUCH)
+    # What the two manifests say about touch differs in `part` only.
+    (before,) = json.loads((base / "build" / "manifest.json").read_bytes())["scripts"]
+    (after,) = json.loads((changed / "build" / "manifest.json").read_bytes())["scripts"]
+    assert {f for f in ("codes", "returns") if before[f] != after[f]} == {part}
+    assert [before[f] for f in ("numKeys", "keys", "argv")] == [
+        after[f] for f in ("numKeys", "keys", "argv")
+    ]
+    assert diff(bundle(base), bundle(changed)) == {
+        "added": [],
+        "removed": [],
+        "bodyChanged": [],
+        "signatureChanged": ["touch"],
+        "bump": "major",
+    }
+    text = CliRunner().invoke(cli, ["diff", str(base / "build"), str(bundle(changed))])
+    assert text.exit_code == 0, text.output
+    assert "changed in body only: -\nchanged in signature: touch\n" in text.stdout
+    assert "smallest bump: major (1.4.2 -> 2.0.0)" in text.stdout
 
 
 def test_build_previous_refuses_a_version_too_small(tmp_path: Path) -> None:
