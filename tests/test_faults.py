@@ -61,14 +61,17 @@ def test_a_killed_workers_jobs_come_back_through_stalled_recovery(
     plan = make_plan(jobs, seed=jobs, delayed=0.1, prioritized=0.3, work_ms=(20, 60))
     with Fleet(tmp_path, redis_server.port, QUEUE) as fleet:
         fleet.checker()
+        fleet.producer(plan)
+        victim = fleet.worker(
+            WorkerConfig(name="victim", slots=4, lock_ms=1_000, heartbeat_ms=200, fetch_next=True)
+        )
+        # The others start once the victim holds jobs, so that it has its share however slowly
+        # the processes start.
+        fleet.wait_until(lambda: len(held_by(r, QUEUE, "victim")) >= 3, "the victim at work")
         for n in range(7):
             fleet.worker(
                 WorkerConfig(name=f"w{n}", lock_ms=5_000, heartbeat_ms=1_000, fetch_next=n % 2 == 0)
             )
-        victim = fleet.worker(
-            WorkerConfig(name="victim", slots=4, lock_ms=1_000, heartbeat_ms=200, fetch_next=True)
-        )
-        fleet.producer(plan)
         fleet.wait_until(
             lambda: metric(r, QUEUE) >= jobs // 4 and len(held_by(r, QUEUE, "victim")) >= 3,
             "the victim holding three jobs a quarter into the run",
