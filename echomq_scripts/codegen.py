@@ -17,6 +17,7 @@ from typing import Any
 
 from . import __version__
 from .errors import EchoMQScriptsError
+from .header import STRING, ArgType
 from .manifest import ScriptBuild, line_map, to_json_bytes
 from .naming import identifier, pascal_case, snake_case
 from .shapes import split_shape
@@ -25,7 +26,7 @@ from .shapes import split_shape
 # gets a trailing underscore instead of shadowing one.
 _RESERVED = frozenset(
     {"client", "pipe", "queue", "keys", "extra_keys", "runtime", "cast", "annotations"}
-    | {"NamedTuple", "Sequence", "Pending", "Script", "ScriptSpec", "BY_CODE"}
+    | {"Literal", "NamedTuple", "Sequence", "Pending", "Script", "ScriptSpec", "BY_CODE"}
     | {"SyncClient", "AsyncClient", "PipelineClient", "SCRIPTS", "load_all", "aload_all"}
     | {"errors", "scripts"}
 )
@@ -40,7 +41,10 @@ _ARG_TYPES = {
     "json": "object",
     "msgpack": "bytes",
     "bytes": "bytes",
+    "id": "str",
+    "enum": "str",  # Literal[...] of its values: ArgView.annotation
 }
+_LINE_LENGTH = 100  # ruff's, as pyproject.toml sets it
 _SHAPE_TYPES = {
     "int": "int",
     "string": "str",
@@ -92,13 +96,58 @@ class KeyView:
         return textwrap.wrap(_doc_line(text), 88)
 
 
+def call_lines(indent: str, function: str, arguments: list[str], suffix: str = "") -> list[str]:
+    """A call laid out as `ruff format` lays it out: on one line when it fits, else with its
+    arguments on one line of their own, else one argument per line with a trailing comma."""
+    one_line = f"{indent}{function}({', '.join(arguments)}){suffix}"
+    if len(one_line) <= _LINE_LENGTH:
+        return [one_line]
+    inner = f"{indent}    {', '.join(arguments)}"
+    if len(inner) <= _LINE_LENGTH:
+        return [f"{indent}{function}(", inner, f"{indent}){suffix}"]
+    return [f"{indent}{function}(", *(f"{indent}    {a}," for a in arguments), f"{indent}){suffix}"]
+
+
+def _number(value: float, kind: str) -> str:
+    return str(int(value)) if kind == "int" else repr(float(value))
+
+
 @dataclass(frozen=True)
 class ArgView:
     name: str  # as the header spells it
     param: str  # as the wrapper spells it
-    kind: str
-    annotation: str
+    arg: ArgType
     description: str
+
+    @property
+    def kind(self) -> str:
+        return self.arg.kind
+
+    @property
+    def annotation(self) -> str:
+        if self.arg.kind == "enum":
+            return "Literal[" + ", ".join(f'"{v}"' for v in self.arg.values) + "]"
+        return _ARG_TYPES[self.arg.kind]
+
+    def encode(self, value: str, indent: str, suffix: str = ",") -> list[str]:
+        """The lines of the runtime call that checks and encodes `value` for this argument,
+        then `suffix` (a list item's comma by default)."""
+        arg = self.arg
+        arguments = ["_script", f'"{self.name}"', value]
+        if arg.kind == "string" and arg.form:
+            arguments.append(f'"{arg.form}"')
+        elif arg.kind == "enum":
+            arguments.append("(" + ", ".join(f'"{v}"' for v in arg.values) + ")")
+        elif arg.kind == "id" and arg.optional:
+            arguments.append("optional=True")
+        elif arg.kind in ("int", "number"):
+            if arg.low is not None:
+                arguments.append(f"low={_number(arg.low, arg.kind)}")
+            if arg.high is not None:
+                arguments.append(f"high={_number(arg.high, arg.kind)}")
+            if arg.below:
+                arguments.append("below=True")
+        return call_lines(indent, f"runtime.{arg.kind}_arg", arguments, suffix)
 
 
 @dataclass(frozen=True)
@@ -152,11 +201,9 @@ class ScriptView:
         header = self.script.header
         if header is None:
             count = max((i for i, _, _ in self.script.facts.argv.literal), default=0)
-            return [ArgView(f"arg{i}", f"arg{i}", "string", "str", "") for i in range(1, count + 1)]
+            return [ArgView(f"arg{i}", f"arg{i}", STRING, "") for i in range(1, count + 1)]
         return [
-            ArgView(
-                a.name, identifier(a.name, _RESERVED), a.type, _ARG_TYPES[a.type], a.description
-            )
+            ArgView(a.name, identifier(a.name, _RESERVED), a.arg, a.description)
             for a in header.args
         ]
 
@@ -166,13 +213,7 @@ class ScriptView:
         if header is None or header.rest_args is None:
             return None
         rest = header.rest_args
-        return ArgView(
-            rest.name,
-            identifier(rest.name, _RESERVED),
-            rest.type,
-            _ARG_TYPES[rest.type],
-            rest.description,
-        )
+        return ArgView(rest.name, identifier(rest.name, _RESERVED), rest.arg, rest.description)
 
     @property
     def has_rest_keys(self) -> bool:
@@ -192,6 +233,12 @@ class ScriptView:
         """The arguments that key templates name, in argument order."""
         named = {p for k in self.keys for p in re.findall(r"<([^>]*)>", k.template)}
         return [a for a in self.args if a.name in named]
+
+    @property
+    def template_id_args(self) -> str:
+        """The template arguments that are job ids, as a tuple literal's items."""
+        ids = [f'"{a.name}"' for a in self.template_args if a.kind == "id"]
+        return ", ".join(ids) + ("," if len(ids) == 1 else "")
 
     @property
     def returns(self) -> str:
@@ -229,7 +276,7 @@ class ScriptView:
     @property
     def job_id_param(self) -> str:
         for arg in self.args:
-            if arg.name in _JOB_ID_ARGS and arg.kind == "string":
+            if arg.name in _JOB_ID_ARGS and arg.kind in ("string", "id"):
                 return arg.param
         return ""
 
@@ -252,7 +299,7 @@ class ScriptView:
         if self.args or self.rest_arg:
             lines += ["", "Args:"]
             for arg in [*self.args, *([self.rest_arg] if self.rest_arg else [])]:
-                text = f"{arg.param} ({arg.kind}): {arg.description or 'ARGV'}"
+                text = f"{arg.param} ({arg.arg.spelling}): {arg.description or 'ARGV'}"
                 lines += ["    " + line for line in textwrap.wrap(_doc_line(text), 84)]
         if header is not None:
             returns = f"{header.returns}: {header.returns_description}".rstrip(": ")
@@ -333,6 +380,7 @@ def generated_files(
         "exports": sorted(exports, key=_isort_key),
         "all_names": sorted([*exports, "errors"], key=_isort_key),
         "inputs": inputs,
+        "uses_literal": any(a.kind == "enum" for v in views for a in v.args),
     }
     files = {
         name: environment.get_template(f"{name}.j2").render(context).encode("utf-8")

@@ -20,10 +20,54 @@ from .codes import ERROR_CODES
 from .diagnostics import Diagnostic, Severity
 from .resolve import DIRECTIVE_START
 
-ARG_TYPES = ("string", "int", "number", "bool", "json", "msgpack", "bytes")
+ARG_TYPES = ("string", "int", "number", "bool", "json", "msgpack", "bytes", "id", "enum")
+# What each type travels as: a job id and an enum value are text (the manifest's `type`).
+WIRE_TYPES = {**{kind: kind for kind in ARG_TYPES}, "id": "string", "enum": "string"}
+STRING_FORMS = ("non-empty", "json-object")
+_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
+_RANGE = re.compile(rf"(?P<low>{_NUMBER})?\.\.(?P<below><)?(?P<high>{_NUMBER})?")
+_ENUM_VALUE = re.compile(r"[A-Za-z0-9_.-]+")
 _SCALAR_SHAPES = ("int", "string", "nil", "status", "hash")
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _TAG = re.compile(r"@(?P<tag>[a-z]+)(?P<rest>\.\.\.)?(?=\s|$)")
+
+
+@dataclass(frozen=True)
+class ArgType:
+    """What an argument may hold, as its header spells it: `int(1..)`, `number(0..<1)`,
+    `enum(completed|failed)`, `id?`, `string(non-empty)`. The scripts refuse what falls
+    outside it, and the generated wrappers refuse the same before sending anything."""
+
+    kind: str  # one of ARG_TYPES
+    low: float | None = None
+    high: float | None = None
+    below: bool = False  # the upper bound itself is excluded: number(0..<1)
+    values: tuple[str, ...] = ()  # an enum's values, in the header's order
+    optional: bool = False  # id?: "" stands for no id
+    form: str = ""  # a string's form: one of STRING_FORMS, or "" for any text
+
+    @property
+    def wire(self) -> str:
+        """The type a runtime encodes the value as (the manifest's `type`)."""
+        return WIRE_TYPES[self.kind]
+
+    @property
+    def spelling(self) -> str:
+        """The type as a header spells it: parse_arg_type(t.spelling) == t."""
+        if self.kind == "id":
+            return "id?" if self.optional else "id"
+        if self.kind == "enum":
+            return f"enum({'|'.join(self.values)})"
+        if self.form:
+            return f"{self.kind}({self.form})"
+        if self.low is None and self.high is None:
+            return self.kind
+        low = "" if self.low is None else f"{self.low:g}"
+        high = "" if self.high is None else f"{self.high:g}"
+        return f"{self.kind}({low}..{'<' if self.below else ''}{high})"
+
+
+STRING = ArgType("string")
 
 
 @dataclass(frozen=True)
@@ -33,11 +77,15 @@ class Slot:
     name: str
     description: str
     line: int
-    type: str = "string"
+    arg: ArgType = STRING  # for an argument: its type
     unused: bool = False
     # For a key: how its name is built, e.g. "emq:{q}:<job_id>:lock" ({q}: the queue's name,
     # <arg>: the value of that argument); "" when the header does not say.
     template: str = ""
+
+    @property
+    def type(self) -> str:
+        return self.arg.kind
 
 
 @dataclass(frozen=True)
@@ -115,7 +163,9 @@ class _HeaderReader:
                 else:
                     keys.append(slot)
             elif name == "arg":
-                slot = self.read_arg(number, col, rest)
+                after = body[tag.end() :]
+                rest_col = col + tag.end() + len(after) - len(after.lstrip())
+                slot = self.read_arg(number, col, rest, rest_col)
                 if slot is None:
                     continue
                 if variadic:
@@ -200,12 +250,12 @@ class _HeaderReader:
                         1,
                         f"key '{key.name}': <{placeholder}> in its template is not an argument",
                     )
-                elif arg_types[placeholder] != "string":
+                elif arg_types[placeholder] not in ("string", "id", "enum"):
                     self.error(
                         key.line,
                         1,
-                        f"key '{key.name}': <{placeholder}> in its template must be a string"
-                        f" argument, not {arg_types[placeholder]}",
+                        f"key '{key.name}': <{placeholder}> in its template must be a string, id"
+                        f" or enum argument, not {arg_types[placeholder]}",
                     )
         if templated and len(templated) != len(keys):
             # A partial set could not build a script's whole key list from a queue name.
@@ -214,19 +264,17 @@ class _HeaderReader:
                 keys[0].line, 1, f"keys without a template beside keys with one: {untemplated}"
             )
 
-    def read_arg(self, line: int, col: int, rest: str) -> Slot | None:
+    def read_arg(self, line: int, col: int, rest: str, rest_col: int) -> Slot | None:
         match = re.fullmatch(rf"({_NAME})\s+(\S+)(?:\s+(.*))?", rest)
         if match is None:
             self.error(line, col, "expected '@arg <name> <type> <description>'")
             return None
-        if match[2] not in ARG_TYPES:
-            self.error(
-                line,
-                col,
-                f"unknown argument type '{match[2]}' (one of: {', '.join(ARG_TYPES)})",
-            )
+        try:
+            arg = parse_arg_type(match[2])
+        except ValueError as exc:
+            self.error(line, rest_col + match.start(2), str(exc))
             return None
-        return Slot(match[1], match[3] or "", line, type=match[2])
+        return Slot(match[1], match[3] or "", line, arg=arg)
 
     def read_code(self, line: int, col: int, rest: str) -> int | None:
         match = re.fullmatch(rf"(-?[0-9]+)(?:\s+({_NAME}))?", rest)
@@ -274,6 +322,53 @@ class _HeaderReader:
             if slot.name in seen:
                 self.error(slot.line, 1, f"{what} name '{slot.name}' is declared twice")
             seen.add(slot.name)
+
+
+def parse_arg_type(text: str) -> ArgType:
+    """An argument type as a header spells it (docs/authoring.md, `@arg`); ValueError says
+    what is wrong with it."""
+    match = re.fullmatch(r"(?P<kind>[a-z]+)(?P<optional>\?)?(?:\((?P<inner>[^()]*)\))?", text)
+    if match is None or match["kind"] not in ARG_TYPES:
+        raise ValueError(f"unknown argument type '{text}' (one of: {', '.join(ARG_TYPES)})")
+    kind, inner = match["kind"], match["inner"]
+    if match["optional"] and kind != "id":
+        raise ValueError(f"'{text}': only id takes '?' (an id, or \"\" for none)")
+    if kind == "id":
+        if inner is not None:
+            raise ValueError(f"'{text}': id takes no (...)")
+        return ArgType("id", optional=bool(match["optional"]))
+    if kind == "enum":
+        values = tuple(inner.split("|")) if inner else ()
+        if not values or not all(_ENUM_VALUE.fullmatch(v) for v in values):
+            raise ValueError(
+                f"'{text}': expected enum(<value>|<value>...), e.g. enum(pause|resume)"
+            )
+        if len(set(values)) != len(values):
+            raise ValueError(f"'{text}': a value is listed twice")
+        return ArgType("enum", values=values)
+    if inner is None:
+        return ArgType(kind)
+    if kind == "string":
+        if inner not in STRING_FORMS:
+            raise ValueError(f"'{text}': a string's form is one of: {', '.join(STRING_FORMS)}")
+        return ArgType("string", form=inner)
+    if kind not in ("int", "number"):
+        raise ValueError(f"'{text}': {kind} takes no (...)")
+    bounds = _RANGE.fullmatch(inner)
+    if bounds is None or (bounds["low"] is None and bounds["high"] is None):
+        raise ValueError(
+            f"'{text}': expected a range such as {kind}(1..), {kind}(0..10) or (0..<1)"
+        )
+    low = float(bounds["low"]) if bounds["low"] is not None else None
+    high = float(bounds["high"]) if bounds["high"] is not None else None
+    below = bool(bounds["below"])
+    if below and high is None:
+        raise ValueError(f"'{text}': '..<' needs an upper bound")
+    if kind == "int" and any(b is not None and b % 1 for b in (low, high)):
+        raise ValueError(f"'{text}': an int's bounds are integers")
+    if low is not None and high is not None and (high < low or (below and high == low)):
+        raise ValueError(f"'{text}': the range is empty")
+    return ArgType(kind, low=low, high=high, below=below)
 
 
 class _ShapeParser:

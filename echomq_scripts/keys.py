@@ -25,9 +25,12 @@ STATES: Final = (
 )
 
 # The queue's own key names: a job id equal to one of them would make `emq:{q}:<id>` (the job
-# hash) the same key as that one.
+# hash) the same key as that one. "metrics", "de" and "token" start families of keys
+# (`metrics:<outcome>`, `de:<dedup id>`, `token:<token>`). The add scripts refuse the same ids
+# (lua_src/includes/jobId.lua; the tests hold the two lists together).
 RESERVED_IDS: Final = frozenset(
     {*STATES, "stalled", "events", "meta", "id", "limiter", "pc", "marker", "metrics", "de"}
+    | {"token"}
 )
 
 
@@ -35,25 +38,44 @@ class KeyNameError(ValueError):
     """A queue name or a job id that cannot be part of a key."""
 
 
+def _check_text(what: str, value: object) -> str:
+    """A non-empty str that UTF-8 can encode: key names go to Redis as UTF-8 bytes."""
+    if not isinstance(value, str) or not value:
+        raise KeyNameError(f"a {what} must be a non-empty str, got {value!r:.60}")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise KeyNameError(
+                f"{what} {value!r:.60} is not text UTF-8 can encode (a lone surrogate)"
+            ) from None
+    return value
+
+
+def check_key_part(value: str, what: str) -> str:
+    """`value` itself, when it can be part of a key name: non-empty UTF-8 text without '{' or
+    '}', which could move the key's hash tag off the queue's."""
+    _check_text(what, value)
+    if "{" in value or "}" in value:
+        raise KeyNameError(f"{what} {value!r} contains '{{' or '}}': it would break the tag")
+    return value
+
+
 def check_queue(queue: str) -> str:
-    """`queue` itself, when it can name a queue: a non-empty str without '{' or '}'."""
-    if not isinstance(queue, str) or not queue:
-        raise KeyNameError(f"a queue name must be a non-empty str, got {queue!r:.60}")
-    if re.search(r"[{}]", queue):
-        raise KeyNameError(f"queue name {queue!r} contains '{{' or '}}': it would break the tag")
-    return queue
+    """`queue` itself, when it can name a queue (`check_key_part`)."""
+    return check_key_part(queue, "queue name")
 
 
-def check_job_id(job_id: str) -> str:
-    """`job_id` itself, when it can name a job without colliding with another key."""
-    if not isinstance(job_id, str) or not job_id:
-        raise KeyNameError(f"a job id must be a non-empty str, got {job_id!r:.60}")
+def check_job_id(job_id: str, what: str = "job id") -> str:
+    """`job_id` itself, when it can name a job without colliding with another key: non-empty
+    UTF-8 text without '{', '}' or ':', and not one of RESERVED_IDS."""
+    _check_text(what, job_id)
     if re.search(r"[{}:]", job_id):
         raise KeyNameError(
-            f"job id {job_id!r} contains '{{', '}}' or ':': it could name another key"
+            f"{what} {job_id!r} contains '{{', '}}' or ':', which would make its keys another's"
         )
     if job_id in RESERVED_IDS:
-        raise KeyNameError(f"job id {job_id!r} is the name of one of the queue's own keys")
+        raise KeyNameError(f"{what} {job_id!r} is the name of one of the queue's own keys")
     return job_id
 
 

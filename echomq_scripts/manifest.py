@@ -68,7 +68,7 @@ def line_map(script: ScriptBuild) -> dict[str, Any]:
 def _slot(slot: Slot, with_type: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": slot.name, "description": slot.description}
     if with_type:
-        entry["type"] = slot.type
+        entry["type"] = slot.arg.wire
     else:
         entry["unused"] = slot.unused
         entry["template"] = slot.template

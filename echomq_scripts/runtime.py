@@ -1,9 +1,12 @@
 """The runtime that generated wrappers dispatch through: arguments, EVALSHA, replies, errors.
 
 A wrapper (echomq_scripts/generated/) holds one `Script` and calls it with encoded keys and
-arguments. `Script` sends EVALSHA, never the body on every call: on NOSCRIPT it loads the body
-once and retries. In a pipeline (and in MULTI/EXEC) it registers itself with redis-py's own
-mechanism, so the pipeline loads every missing script before it runs and never fails on NOSCRIPT.
+arguments. `Script` sends EVALSHA, never the body on every call: on NOSCRIPT it sends the call
+once more as EVAL with the body, which loads and runs the script in one command, so a SCRIPT
+FLUSH (or a failover to a replica) never reaches the caller. On a pipeline (and in MULTI/EXEC)
+the first call of a script in the pipeline's current command stack goes as EVAL with the body
+and later ones as EVALSHA, so a MULTI/EXEC carries every body it needs; `execute(pipe)` reports
+the calls of a plain pipeline that a flush between its commands kept from running.
 A negative reply from the protocol's closed table becomes the exception class registered for it;
 a Lua error becomes `LuaError`, naming the source file and line from the script's line map.
 
@@ -17,6 +20,7 @@ import hashlib
 import json
 import math
 import re
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -31,6 +35,7 @@ import redis.client
 import redis.cluster
 from redis.crc import key_slot
 
+from .keys import KeyNameError, check_job_id, check_key_part
 from .linemap import LineMap, error_line
 from .shapes import split_shape
 
@@ -44,11 +49,15 @@ PipelineClient = (
     | redis.cluster.ClusterPipeline
     | redis.asyncio.cluster.ClusterPipeline
 )
+SyncPipeline = redis.client.Pipeline | redis.cluster.ClusterPipeline
+AsyncPipeline = redis.asyncio.client.Pipeline | redis.asyncio.cluster.ClusterPipeline
 _SYNC_CLIENTS = (redis.Redis, redis.cluster.RedisCluster)
 _ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster)
 _CLUSTER_PIPELINES = (redis.cluster.ClusterPipeline, redis.asyncio.cluster.ClusterPipeline)
 _PLAIN_PIPELINES = (redis.client.Pipeline, redis.asyncio.client.Pipeline)
 _PIPELINES = (*_PLAIN_PIPELINES, *_CLUSTER_PIPELINES)
+_SYNC_PIPELINES = (redis.client.Pipeline, redis.cluster.ClusterPipeline)
+_ASYNC_PIPELINES = (redis.asyncio.client.Pipeline, redis.asyncio.cluster.ClusterPipeline)
 # Client classes (subclasses included) already found acceptable: a call checks a set, not the
 # class hierarchy.
 _CHECKED_SYNC: set[type] = set()
@@ -108,7 +117,44 @@ class ReplyShapeError(ScriptError):
 
 
 class NotLoadedError(ScriptError):
-    """A script was not loaded on the server that ran a pipeline which could not load it."""
+    """A pipelined call did not run: the server that got it lacked its script (NOSCRIPT)."""
+
+
+class PipelineIncompleteError(ScriptError):
+    """Some wrapper calls of a pipeline did not run; every other command of it did.
+
+    A plain (non-transaction) pipeline carries each script's body once, in its first call of
+    the script, and sends the later calls as EVALSHA. A SCRIPT FLUSH, or a failover to a
+    replica, between that call and a later one on the server leaves the later ones answered
+    NOSCRIPT: they did not run. `execute(pipe)` raises this error then, with `not_run`, the
+    indexes into `replies` of the calls that did not run, `ran`, the indexes of every other
+    command (each ran, and its reply, an error reply too, is its outcome), and `replies`, the
+    list `pipe.execute(raise_on_error=False)` returned. A MULTI/EXEC never raises it.
+    """
+
+    def __init__(
+        self, replies: Sequence[object], not_run: Sequence[int], scripts: Sequence[str]
+    ) -> None:
+        self.replies = list(replies)
+        self.not_run = tuple(not_run)
+        self.scripts = tuple(scripts)  # the script of each call in not_run, in that order
+        skipped = set(self.not_run)
+        self.ran = tuple(i for i in range(len(self.replies)) if i not in skipped)
+        by_script: dict[str, list[int]] = {}
+        for index, script in zip(self.not_run, self.scripts, strict=True):
+            by_script.setdefault(script, []).append(index)
+        calls = "; ".join(
+            f"{script} at {', '.join(map(str, indexes))}" for script, indexes in by_script.items()
+        )
+        super().__init__(
+            f"{len(self.not_run)} of the pipeline's {len(self.replies)} commands did not run"
+            f" ({calls}): the server lost the script after the call that carried its body"
+            f" (SCRIPT FLUSH or failover), and answered NOSCRIPT; the other {len(self.ran)}"
+            " ran. Queue the calls that did not run again."
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.replies, self.not_run, self.scripts))
 
 
 # -- arguments ----------------------------------------------------------------------------
@@ -129,30 +175,98 @@ def _refuse(script: str, name: str, expected: str, value: object) -> ArgumentErr
     )
 
 
-def string_arg(script: str, name: str, value: object) -> bytes:
+def string_arg(script: str, name: str, value: object, form: str = "") -> bytes:
+    """Text; `form` (a header's `string(<form>)`) narrows it: "non-empty" or "json-object"."""
     if isinstance(value, str):
         try:
-            return value.encode("utf-8")
+            encoded = value.encode("utf-8")
         except UnicodeEncodeError:
             expected = "a str that UTF-8 can encode (no lone surrogates)"
             raise _refuse(script, name, expected, value) from None
+        if form and not _STRING_FORMS[form][0](value):
+            raise _refuse(script, name, _STRING_FORMS[form][1], value)
+        return encoded
     raise _refuse(script, name, "a str", value)
 
 
-def int_arg(script: str, name: str, value: object) -> bytes:
-    if isinstance(value, int) and not isinstance(value, bool):
+def _is_json_object(text: str) -> bool:
+    """What the add scripts accept as options: JSON text that decodes to an object."""
+    if text == "{}":
+        return True  # the common case, without a parse
+    try:
+        value = json.loads(text)
+        if "\\u" in text:
+            # An escaped UTF-16 surrogate that is not half of a pair: Python's json reads it
+            # (as a lone surrogate, which UTF-8 cannot encode), the scripts' cjson refuses it.
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError, UnicodeEncodeError):
+        return False
+    return isinstance(value, dict)
+
+
+_STRING_FORMS: Mapping[str, tuple[Callable[[str], bool], str]] = {
+    "non-empty": (bool, "a non-empty str"),
+    "json-object": (_is_json_object, "a str holding a JSON object"),
+}
+# The integers a Lua number holds exactly: the scripts refuse any other (includes/numbers.lua).
+MAX_INT = 2**53 - 1
+
+
+def int_arg(
+    script: str, name: str, value: object, low: int = -MAX_INT, high: int = MAX_INT
+) -> bytes:
+    """An integer from `low` to `high` (a header's `int(<low>..<high>)`)."""
+    if type(value) is int and low <= value <= high:
         return b"%d" % value
-    raise _refuse(script, name, "an int", value)
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+        return b"%d" % value
+    if low == -MAX_INT and high == MAX_INT:
+        expected = "an int"
+    elif high == MAX_INT:
+        expected = f"an int >= {low}"
+    else:
+        expected = f"an int from {low} to {high}"
+    raise _refuse(script, name, expected, value)
 
 
-def number_arg(script: str, name: str, value: object) -> bytes:
+def number_arg(
+    script: str,
+    name: str,
+    value: object,
+    low: float | None = None,
+    high: float | None = None,
+    below: bool = False,
+) -> bytes:
+    """A finite int or float; with bounds (a header's `number(<low>..<high>)`), within them,
+    the upper one excluded when `below` (`..<`)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _refuse(script, name, "an int or a float", value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _refuse(script, name, "a finite number", value)
+    if (low is not None and value < low) or (
+        high is not None and (value >= high if below else value > high)
+    ):
+        bounds = [f">= {low:g}"] if low is not None else []
+        bounds += [f"{'<' if below else '<='} {high:g}"] if high is not None else []
+        raise _refuse(script, name, "a number " + " and ".join(bounds), value)
     if isinstance(value, int):
         return b"%d" % value
-    if not math.isfinite(value):
-        raise _refuse(script, name, "a finite number", value)
     return repr(float(value)).encode("ascii")
+
+
+def enum_arg(script: str, name: str, value: object, values: tuple[str, ...]) -> bytes:
+    """One of `values` (a header's `enum(<value>|...)`)."""
+    if isinstance(value, str) and value in values:
+        return value.encode("utf-8")
+    raise _refuse(script, name, "one of " + ", ".join(repr(v) for v in values), value)
+
+
+def id_arg(script: str, name: str, value: object, optional: bool = False) -> bytes:
+    """A job id by the protocol's rule (keys.check_job_id); "" too when `optional` (`id?`)."""
+    if optional and value == "":
+        return b""
+    check_name(script, f"argument '{name}'", value, job_id=True)
+    return str(value).encode("utf-8")  # a str: check_name refuses anything else
 
 
 def bool_arg(script: str, name: str, value: object) -> bytes:
@@ -185,6 +299,7 @@ ARG_ENCODERS: Mapping[str, Callable[[str, str, object], bytes]] = {
     "json": json_arg,
     "msgpack": msgpack_arg,
     "bytes": bytes_arg,
+    "id": id_arg,
 }
 
 
@@ -207,15 +322,17 @@ def _template_parts(template: str) -> tuple[tuple[str, str], ...]:
     return tuple(parts)
 
 
-def check_name(script: str, what: str, value: object) -> None:
-    """A queue name or id that goes into a key: a non-empty str that cannot break the tag."""
-    if not isinstance(value, str) or not value:
-        raise ArgumentError(f"{script}: {what} must be a non-empty str, got {value!r:.60}")
-    if "{" in value or "}" in value:
-        raise ArgumentError(
-            f"{script}: {what} {value!r} contains '{{' or '}}', which would break the key's"
-            " hash tag"
-        )
+def check_name(script: str, what: str, value: object, job_id: bool = False) -> None:
+    """A value that goes into a key (`what`: "queue" or "argument 'x'"): a job id by the
+    protocol's rule when `job_id` (keys.check_job_id), else keys.check_key_part's text."""
+    try:
+        if job_id:
+            check_job_id(value)  # type: ignore[arg-type]
+        else:
+            check_key_part(value, "queue name" if what == "queue" else "value")  # type: ignore[arg-type]
+    except KeyNameError as exc:
+        place = "" if what == "queue" else f" {what}:"
+        raise ArgumentError(f"{script}:{place} {exc}") from None
 
 
 def check_keys(script: str, keys: object, count: int | None) -> list[str | bytes]:
@@ -367,6 +484,7 @@ class ScriptSpec:
     codes: tuple[int, ...]  # the failure codes the header lists
     package: str  # the package whose lua/ folder holds <script_id>.lua and .map.json
     templates: tuple[str, ...] = ()  # each key's template, when the header gives them
+    id_args: tuple[str, ...] = ()  # the template arguments that are job ids (`id`)
 
 
 # A queue's keys for one script: every key with the queue filled in, and for each key that
@@ -381,11 +499,7 @@ def _as_is(reply: object) -> object:
 
 
 class Script:
-    """One packaged script: its body (checked against its sha1 on first use) and its calls.
-
-    It also offers the two attributes redis-py's pipelines read from the scripts registered with
-    them, `sha` and `script`, so a pipeline loads it before running.
-    """
+    """One packaged script: its body (checked against its sha1 on first use) and its calls."""
 
     def __init__(self, spec: ScriptSpec, failures: Mapping[int, type[ScriptFailed]]) -> None:
         self.spec = spec
@@ -431,9 +545,9 @@ class Script:
         fixed, slots = filled
         keys = list(fixed)
         if slots:
-            script_id = self.spec.script_id
+            script_id, id_args = self.spec.script_id, self.spec.id_args
             for name, value in ids.items():
-                check_name(script_id, name, value)
+                check_name(script_id, f"argument '{name}'", value, name in id_args)
             for index, pieces in slots:
                 keys[index] = "".join([str(ids[t]) if is_id else t for is_id, t in pieces])
         return keys
@@ -464,25 +578,15 @@ class Script:
         self._by_queue[queue] = filled
         return filled
 
-    # redis-py's Pipeline.load_scripts() reads `sha` and `script`, and stores what SCRIPT LOAD
-    # answered into `sha`: for our bodies that is the same sha1.
     @property
     def sha(self) -> str:
+        """The script's sha1, as the build recorded it."""
         return self.spec.sha1
-
-    @sha.setter
-    def sha(self, value: str) -> None:
-        if value != self.spec.sha1:
-            raise BodyMismatchError(f"{self.spec.script_id}: Redis hashed the body to {value}")
-
-    @property
-    def script(self) -> bytes:
-        return self.body
 
     def run(
         self, client: SyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> Any:
-        """EVALSHA on `client`; on NOSCRIPT, SCRIPT LOAD and one retry. The raw reply."""
+        """EVALSHA on `client`; on NOSCRIPT, the call once more as EVAL. The raw reply."""
         if type(client) not in _CHECKED_SYNC:
             if isinstance(client, _PIPELINES) or not isinstance(client, _SYNC_CLIENTS):
                 raise ArgumentError(
@@ -496,8 +600,8 @@ class Script:
             try:
                 return client.evalsha(self.spec.sha1, len(keys), *keys, *args)
             except redis.exceptions.NoScriptError:
-                client.script_load(self.body)
-                return client.evalsha(self.spec.sha1, len(keys), *keys, *args)
+                # EVAL loads and runs the body in one command: no flush can come in between.
+                return client.eval(self.body, len(keys), *keys, *args)  # type: ignore[arg-type]
         except redis.exceptions.ResponseError as exc:
             raise self.lua_error(exc) from exc
 
@@ -518,8 +622,7 @@ class Script:
             try:
                 return await client.evalsha(self.spec.sha1, len(keys), *keys, *args)
             except redis.exceptions.NoScriptError:
-                await client.script_load(self.body)
-                return await client.evalsha(self.spec.sha1, len(keys), *keys, *args)
+                return await client.eval(self.body, len(keys), *keys, *args)  # type: ignore[arg-type]
         except redis.exceptions.ResponseError as exc:
             raise self.lua_error(exc) from exc
 
@@ -528,10 +631,11 @@ class Script:
     ) -> int:
         """Queue the call on a pipeline; the index of its reply in `execute()`'s list.
 
-        A plain or MULTI/EXEC pipeline loads the script before it runs (redis-py's own
-        mechanism). A cluster pipeline cannot, so the script is loaded now, on the primary that
-        owns the keys' slot; an asyncio cluster pipeline cannot load while queueing at all: call
-        `aload_all` first there.
+        The first call of this script in the pipeline's current command stack goes as EVAL with
+        the body, the later ones as EVALSHA (on a cluster pipeline: the first for each slot, so
+        the EVAL reaches the node that runs the EVALSHAs). Nothing is sent while queueing, and a
+        MULTI/EXEC carries every body it runs. redis-py replaces the stack with a new list when
+        the pipeline resets (after every execute), so the next stack carries the bodies again.
         """
         if type(pipe) in _CHECKED_PLAIN_PIPELINES:
             # A plain pipeline of a kind already checked: nothing more to find out about it.
@@ -539,11 +643,13 @@ class Script:
                 raise ArgumentError(
                     f"{self.spec.script_id}: call pipe.multi() before queueing after WATCH"
                 )
-            if self._body is None:
-                self.body  # noqa: B018 - the first use checks the body before anything is sent
-            pipe.scripts.add(self)  # type: ignore[union-attr, arg-type]
-            pipe.evalsha(self.spec.sha1, len(keys), *keys, *args)
-            return len(pipe.command_stack) - 1  # type: ignore[union-attr]
+            return self._queue_call(
+                pipe,
+                pipe.command_stack,  # type: ignore[union-attr]
+                self.spec.sha1,
+                keys,
+                args,
+            )
         if not isinstance(pipe, _PIPELINES):
             raise ArgumentError(
                 f"{self.spec.script_id}: the _pipeline wrapper takes a pipeline, got"
@@ -552,28 +658,54 @@ class Script:
         if isinstance(pipe, _PLAIN_PIPELINES):
             _CHECKED_PLAIN_PIPELINES.add(type(pipe))
             return self.queue(pipe, keys, args)
-        if getattr(pipe, "watching", False) and not getattr(pipe, "explicit_transaction", False):
+        # redis-py 6 and later keep a cluster pipeline's state in its execution strategy.
+        state = getattr(pipe, "_execution_strategy", pipe)
+        if getattr(state, "_watching", False) and not getattr(
+            state, "_explicit_transaction", False
+        ):
             # After WATCH and before MULTI, redis-py runs commands at once instead of queueing.
             raise ArgumentError(
                 f"{self.spec.script_id}: call pipe.multi() before queueing after WATCH"
             )
-        body = self.body
-        if isinstance(pipe, redis.cluster.ClusterPipeline):
-            node = pipe.nodes_manager.get_node_from_slot(
-                key_slot(_as_bytes(keys[0])) if keys else 0
-            )
-            node.redis_connection.script_load(body)
-        # redis-py blocks the evalsha() method on cluster pipelines, not the command: it
-        # routes EVALSHA by its keys like any other.
-        pipe.execute_command("EVALSHA", self.spec.sha1, len(keys), *keys, *args)
-        # Every redis-py pipeline's len() is the number of commands queued so far.
-        return len(pipe) - 1
+        # A keyless call may go to any primary: it always carries the body.
+        mark = (self.spec.sha1, key_slot(_as_bytes(keys[0]))) if keys else None
+        return self._queue_call(pipe, _cluster_stack(pipe), mark, keys, args)
+
+    def _queue_call(
+        self,
+        pipe: PipelineClient,
+        stack: list[Any] | None,
+        mark: object,
+        keys: Sequence[str | bytes],
+        args: Sequence[str | bytes],
+    ) -> int:
+        """Queue EVAL with the body when `mark` (the sha1, or the sha1 and the slot) is new to
+        the pipeline's current `stack`, else EVALSHA; the call's index in the stack."""
+        body = self.body  # the first use checks the body before anything is sent
+        # redis-py blocks the eval() and evalsha() methods on cluster pipelines, not the
+        # commands: it routes EVAL and EVALSHA by their keys like any other.
+        queued = _queued_on(pipe, stack) if mark is not None else None
+        if queued is None:  # a stack this redis-py keeps where we cannot see it: always carry
+            pipe.execute_command("EVAL", body, len(keys), *keys, *args)
+            # Every redis-py pipeline's len() is the number of commands queued so far.
+            return len(pipe) - 1
+        index = len(queued.stack)
+        if mark in queued.carried:
+            pipe.execute_command("EVALSHA", self.spec.sha1, len(keys), *keys, *args)
+            queued.by_sha.append((index, self))
+        else:
+            pipe.execute_command("EVAL", body, len(keys), *keys, *args)
+            queued.carried.add(mark)  # once queued: a refused command carried nothing
+        return index
 
     def lua_error(self, exc: redis.exceptions.ResponseError) -> Exception:
         """A script's error as `LuaError`, placed by the line map; another error unchanged."""
         message = str(exc)
         if isinstance(exc, redis.exceptions.NoScriptError):
-            return NotLoadedError(f"{self.spec.script_id}: {message}")
+            return NotLoadedError(
+                f"{self.spec.script_id} did not run: the server lacked the script (SCRIPT FLUSH"
+                f" or failover after the pipeline's call that carried it): {message}"
+            )
         line = error_line(message)
         if line is None:
             return exc  # not the script's own error (NOPERM, OOM, BUSY, ...): Redis's as it is
@@ -625,6 +757,131 @@ class Pending(Generic[T]):
         """Decode this call's reply from the list `execute()` returned (raise_on_error or not)."""
         value: Any = self.script.result(replies[self.index], self.job_id)
         return value  # type: ignore[no-any-return]
+
+
+class _Queued:
+    """The wrapper calls queued on one command stack of a pipeline."""
+
+    __slots__ = ("by_sha", "carried", "stack")
+
+    def __init__(self, stack: list[Any]) -> None:
+        # Held, so that no later list can be the same object while this entry is kept.
+        self.stack = stack
+        self.carried: set[object] = set()  # the marks whose EVAL with the body is queued
+        self.by_sha: list[tuple[int, Script]] = []  # the calls queued as EVALSHA
+
+
+# A pipeline's calls on its current command stack. redis-py gives a pipeline a new list when it
+# resets, so an entry holding another list than the pipeline's current one is stale: it is
+# replaced, never scanned, and a bulk pipeline stays O(n).
+_QUEUED: weakref.WeakKeyDictionary[PipelineClient, _Queued] = weakref.WeakKeyDictionary()
+
+
+def _queued_on(pipe: PipelineClient, stack: list[Any] | None) -> _Queued | None:
+    """The calls queued on `stack`, the pipeline's current one (None: calls cannot be tracked)."""
+    if stack is None:
+        return None
+    try:
+        queued = _QUEUED.get(pipe)
+        if queued is None or queued.stack is not stack:
+            queued = _QUEUED[pipe] = _Queued(stack)
+    except TypeError:  # a pipeline class that cannot be weakly referenced
+        return None
+    return queued
+
+
+def _cluster_stack(pipe: PipelineClient) -> list[Any] | None:
+    """The list a cluster pipeline queues its commands in now; None where it cannot be found."""
+    strategy = getattr(pipe, "_execution_strategy", None)
+    if strategy is not None:  # redis-py 6 and later, sync and asyncio
+        stack = getattr(strategy, "_command_queue", None)
+    else:  # redis-py 5: the sync pipeline's command_stack, the asyncio one's _command_stack
+        stack = getattr(pipe, "command_stack", getattr(pipe, "_command_stack", None))
+    return stack if type(stack) is list else None
+
+
+def _stack_of(pipe: PipelineClient) -> list[Any] | None:
+    if isinstance(pipe, _PLAIN_PIPELINES):
+        return pipe.command_stack
+    return _cluster_stack(pipe)
+
+
+def _take_queued(pipe: PipelineClient) -> tuple[_Queued | None, list[Any] | None]:
+    """Before an execute: the pipeline's stack, and the calls queued on it (no longer kept)."""
+    stack = _stack_of(pipe)
+    try:
+        queued = _QUEUED.pop(pipe, None)
+    except TypeError:
+        return None, stack
+    return (queued if queued is not None and queued.stack is stack else None), stack
+
+
+def _checked_replies(
+    queued: _Queued | None,
+    stack: list[Any] | None,
+    replies: list[Any],
+    raise_on_error: bool,
+) -> list[Any]:
+    """The replies of an execute: PipelineIncompleteError for calls answered NOSCRIPT, else the
+    first error reply raised as redis-py raises it (when `raise_on_error`), else the replies."""
+    if queued is not None:
+        count = len(replies)
+        missing = [
+            (index, script)
+            for index, script in queued.by_sha
+            if index < count and isinstance(replies[index], redis.exceptions.NoScriptError)
+        ]
+        if missing:
+            raise PipelineIncompleteError(
+                replies, [index for index, _ in missing], [s.spec.script_id for _, s in missing]
+            )
+    if raise_on_error:
+        for index, reply in enumerate(replies):
+            if isinstance(reply, Exception):
+                raise _annotated(reply, index, stack)
+    return replies
+
+
+def _annotated(error: Exception, index: int, stack: list[Any] | None) -> Exception:
+    """`error` with redis-py's note of which command of the pipeline caused it."""
+    command = stack[index] if stack is not None and index < len(stack) else None
+    args = getattr(command, "args", None) if not isinstance(command, tuple) else command[0]
+    text = " ".join(_text(arg) for arg in args) if isinstance(args, tuple | list) else "?"
+    if len(text) > 100:
+        text = text[:97] + "..."
+    first = error.args[0] if error.args else ""
+    note = f"Command # {index + 1} ({text}) of pipeline caused error: {first}"
+    error.args = (note, *error.args[1:])
+    return error
+
+
+def _check_pipeline(function: str, pipe: object, kinds: tuple[type, ...], other: str) -> None:
+    if not isinstance(pipe, kinds):
+        hint = f" ({other})" if isinstance(pipe, _PIPELINES) else ""
+        names = " or ".join(f"{kind.__module__}.{kind.__name__}" for kind in kinds)
+        raise ArgumentError(f"{function} takes a {names}, got {type(pipe).__name__}{hint}")
+
+
+def execute(pipe: SyncPipeline, raise_on_error: bool = True) -> list[Any]:
+    """Execute a pipeline (plain, MULTI/EXEC or cluster) and return its replies.
+
+    It runs `pipe.execute(raise_on_error=False)`. When a wrapper call was answered NOSCRIPT (a
+    SCRIPT FLUSH or a failover between the call that carried its script's body and this one: a
+    plain pipeline only), it raises one `PipelineIncompleteError` that names the calls that did
+    not run. Otherwise it returns the replies, and with `raise_on_error` raises the first error
+    reply, as `pipe.execute()` does.
+    """
+    _check_pipeline("execute", pipe, _SYNC_PIPELINES, "asyncio pipelines: aexecute")
+    queued, stack = _take_queued(pipe)
+    return _checked_replies(queued, stack, pipe.execute(raise_on_error=False), raise_on_error)
+
+
+async def aexecute(pipe: AsyncPipeline, raise_on_error: bool = True) -> list[Any]:
+    """`execute` for the asyncio pipelines."""
+    _check_pipeline("aexecute", pipe, _ASYNC_PIPELINES, "sync pipelines: execute")
+    queued, stack = _take_queued(pipe)
+    replies = await pipe.execute(raise_on_error=False)
+    return _checked_replies(queued, stack, replies, raise_on_error)
 
 
 def load_all(client: SyncClient, scripts: Iterable[Script]) -> list[str]:

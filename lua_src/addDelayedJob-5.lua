@@ -5,22 +5,22 @@
 --- @key id       `emq:{q}:id`       the counter of generated ids
 --- @key events   `emq:{q}:events`   the event stream
 --- @key marker   `emq:{q}:marker`   the marker idle workers block on
---- @arg job_id     string  a custom id, or "" to generate one
---- @arg name       string  the job's name
---- @arg data       string  the job's data, as JSON
---- @arg opts       string  the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
---- @arg now        int     the caller's clock, in milliseconds
---- @arg dedup_id   string  a deduplication id, or ""
---- @arg parent_id  string  the id of a parent job in this queue, or ""
---- @arg delay      int     milliseconds from now until the job is due
+--- @arg job_id     id?                 a custom id, or "" to generate one
+--- @arg name       string              the job's name
+--- @arg data       string              the job's data, as JSON
+--- @arg opts       string(json-object) the job's options (attempts, backoff, ...)
+--- @arg now        int(0..)            the caller's clock, in milliseconds
+--- @arg dedup_id   string              a deduplication id, or ""
+--- @arg parent_id  id?                 the id of a parent job in this queue, or ""
+--- @arg delay      int(0..)            milliseconds from now until the job is due
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
 --- @include "includes/events"
 --- @include "includes/marker"
 
-local delay = numberArg(ARGV[8], "delay")
-local runAt = numberArg(ARGV[5], "now") + delay
+local delay = intArg(ARGV[8], "delay", 0)
+local runAt = intArg(ARGV[5], "now", 0) + delay
 local jobId, added = addJob(KEYS[3], addArgs(), { "delay", delay })
 if jobId == -5 then
   return -5

@@ -5,13 +5,13 @@
 --- @key meta              `emq:{q}:meta`              the queue's meta hash
 --- @key id                `emq:{q}:id`                the counter of generated ids
 --- @key events            `emq:{q}:events`            the event stream
---- @arg job_id     string  a custom id, or "" to generate one
---- @arg name       string  the job's name
---- @arg data       string  the job's data, as JSON
---- @arg opts       string  the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
---- @arg now        int     the caller's clock, in milliseconds
---- @arg dedup_id   string  a deduplication id, or ""
---- @arg parent_id  string  the id of a parent job in this queue, or ""
+--- @arg job_id     id?                 a custom id, or "" to generate one
+--- @arg name       string              the job's name
+--- @arg data       string              the job's data, as JSON
+--- @arg opts       string(json-object) the job's options (attempts, backoff, ...)
+--- @arg now        int(0..)            the caller's clock, in milliseconds
+--- @arg dedup_id   string              a deduplication id, or ""
+--- @arg parent_id  id?                 the id of a parent job in this queue, or ""
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"

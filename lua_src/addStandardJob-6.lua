@@ -6,25 +6,26 @@
 --- @key id      `emq:{q}:id`      the counter of generated ids
 --- @key events  `emq:{q}:events`  the event stream
 --- @key marker  `emq:{q}:marker`  the marker idle workers block on
---- @arg job_id     string  a custom id, or "" to generate one
---- @arg name       string  the job's name
---- @arg data       string  the job's data, as JSON
---- @arg opts       string  the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
---- @arg now        int     the caller's clock, in milliseconds
---- @arg dedup_id   string  a deduplication id, or ""
---- @arg parent_id  string  the id of a parent job in this queue, or ""
+--- @arg job_id     id?                 a custom id, or "" to generate one
+--- @arg name       string              the job's name
+--- @arg data       string              the job's data, as JSON
+--- @arg opts       string(json-object) the job's options (attempts, backoff, ...)
+--- @arg now        int(0..)            the caller's clock, in milliseconds
+--- @arg dedup_id   string              a deduplication id, or ""
+--- @arg parent_id  id?                 the id of a parent job in this queue, or ""
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
 --- @include "includes/enqueue"
+--- @include "includes/events"
 
-local queue = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], marker = KEYS[6] }
 local jobId, added = addJob(KEYS[4], addArgs(), {})
 if jobId == -5 then
   return -5
 end
 if added then
-  local state = enqueueReady(queue, jobId, 0)
+  local paused = redis.call("HEXISTS", KEYS[3], "paused") == 1
+  local state = pushReady(KEYS[1], KEYS[2], KEYS[6], paused, jobId)
   emitEvent(KEYS[5], KEYS[3], state == "paused" and "paused" or "waiting", jobId, "name", ARGV[2])
 end
 return { jobId, added and 1 or 0 }

@@ -1,21 +1,24 @@
 --- Extends the lock of an active job while the caller still holds it: a worker's heartbeat.
---- The job also leaves the stalled set, so the next stalled check does not count it.
+--- The job also leaves the stalled set, so the next stalled check does not count it, and the
+--- token's record lives on as long as the lock.
 --- @key lock      `emq:{q}:<job_id>:lock`  the job's lock
 --- @key stalled   `emq:{q}:stalled`        the queue's stalled set
---- @arg token     string  the token the worker took the lock with
---- @arg duration  int     the lock's new time to live, in milliseconds
---- @arg job_id    string  the job's id
+--- @arg token     string(non-empty)  the token the worker took the lock with
+--- @arg duration  int(1..)           the lock's new time to live, in milliseconds
+--- @arg job_id    id                 the job's id
 --- @return int  1 when the lock was extended
 --- @error -2 JobLockNotExist
 --- @error -6 JobLockMismatch
+--- @include "includes/prefix"
+--- @include "includes/numbers"
+--- @include "includes/lock"
 
-local holder = redis.call("GET", KEYS[1])
-if not holder then
-  return -2
+local token, duration = tokenArg(ARGV[1]), intArg(ARGV[2], "duration", 1)
+local lockState = checkLock(KEYS[1], token)
+if lockState ~= 0 then
+  return lockState
 end
-if holder ~= ARGV[1] then
-  return -6
-end
-redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+redis.call("SET", KEYS[1], token, "PX", duration)
+redis.call("PEXPIRE", queuePrefix(KEYS[2]) .. "token:" .. token, duration)
 redis.call("SREM", KEYS[2], ARGV[3])
 return 1

@@ -13,8 +13,8 @@
 --- @key meta     `emq:{q}:meta`     the queue's meta hash
 --- @key events   `emq:{q}:events`   the event stream
 --- @key marker   `emq:{q}:marker`   the marker idle workers block on
---- @arg max_stalled  int  how often a job may stall before it fails
---- @arg now          int  the caller's clock, in milliseconds
+--- @arg max_stalled  int(0..)  how often a job may stall before it fails
+--- @arg now          int(0..)  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
 --- @include "includes/prefix"
 --- @include "includes/numbers"
@@ -25,7 +25,7 @@
 --- @include "includes/marker"
 
 local prefix = queuePrefix(KEYS[1])
-local maxStalled, now = numberArg(ARGV[1], "max_stalled"), numberArg(ARGV[2], "now")
+local maxStalled, now = intArg(ARGV[1], "max_stalled", 0), intArg(ARGV[2], "now", 0)
 local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
 local recovered, failed = {}, {}
 for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do

@@ -1,5 +1,6 @@
 --- Retries an active job later: back to delayed after a backoff of base * 2^(attempt - 1), plus
---- the jitter the caller drew. The lock is released and the attempts made go up by one.
+--- the jitter the caller drew. The lock is released and the attempts made go up by one. Re-sent
+--- after it landed, the call answers the same delay again.
 --- @key active   `emq:{q}:active`           the active list
 --- @key delayed  `emq:{q}:delayed`          the delayed set, scored by run-at
 --- @key events   `emq:{q}:events`           the event stream
@@ -8,11 +9,11 @@
 --- @key marker   `emq:{q}:marker`           the marker idle workers block on
 --- @key job      `emq:{q}:<job_id>`         the job's hash
 --- @key lock     `emq:{q}:<job_id>:lock`    the job's lock
---- @arg job_id  string  the job's id
---- @arg token   string  the worker's lock token
---- @arg now     int     the caller's clock, in milliseconds
---- @arg base    int     the first retry's delay, in milliseconds
---- @arg jitter  number  a fraction in [0, 1) of the delay to add (0: none)
+--- @arg job_id  id                 the job's id
+--- @arg token   string(non-empty)  the worker's lock token
+--- @arg now     int(0..)           the caller's clock, in milliseconds
+--- @arg base    int(0..)           the first retry's delay, in milliseconds
+--- @arg jitter  number(0..<1)      a fraction of the delay to add (0: none)
 --- @return int  the delay, in milliseconds
 --- @error -1 JobNotExist
 --- @error -2 JobLockNotExist
@@ -24,10 +25,15 @@
 --- @include "includes/events"
 --- @include "includes/marker"
 
-local jobId, now = ARGV[1], numberArg(ARGV[3], "now")
-local base, jitter = numberArg(ARGV[4], "base"), numberArg(ARGV[5], "jitter")
-local lockState = checkLock(KEYS[8], ARGV[2])
+local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), intArg(ARGV[3], "now", 0)
+local base, jitter = intArg(ARGV[4], "base", 0), fractionArg(ARGV[5], "jitter")
+local lockState = checkLock(KEYS[8], token)
 if lockState ~= 0 then
+  -- Re-sent after it landed: the job's "fin" names this token, and its delay is the answer.
+  local fin, delay = unpack(redis.call("HMGET", KEYS[7], "fin", "delay"))
+  if fin == "delayed:" .. token then
+    return tonumber(delay)
+  end
   return lockState
 end
 if redis.call("EXISTS", KEYS[7]) == 0 then
@@ -40,7 +46,7 @@ redis.call("DEL", KEYS[8])
 redis.call("SREM", KEYS[4], jobId)
 local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", 1)
 local delay = backoffDelay(base, attemptsMade, jitter)
-redis.call("HSET", KEYS[7], "delay", delay)
+redis.call("HSET", KEYS[7], "delay", delay, "fin", "delayed:" .. token)
 redis.call("ZADD", KEYS[2], now + delay, jobId)
 signalWork(KEYS[6], now + delay)
 emitEvent(KEYS[3], KEYS[5], "delayed", jobId, "delay", delay, "prev", "active")

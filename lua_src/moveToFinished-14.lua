@@ -1,10 +1,12 @@
 --- Completes or fails an active job, and optionally picks the next one up in the same call.
---- Verifies the lock token first, then that the job exists and is active. A completion stores the
---- return value; a failure stores the reason and stack trace and, while attempts are left, goes
---- to delayed with a backoff instead of to failed. A finished job is scored by its finish time,
---- counted in the metrics, kept or removed by removeOnComplete / removeOnFail, and releases its
---- deduplication id. A completed child that was its parent's last pending one moves the parent
---- out of waiting-children; a child that fails for good leaves its parent waiting.
+--- Verifies the lock token first, then that the job exists, has no pending children (to complete)
+--- and is active. A completion stores the return value; a failure stores the reason and stack
+--- trace and, while attempts are left, goes to delayed with a backoff instead of to failed. A
+--- finished job is scored by its finish time, counted in the metrics, kept or removed by
+--- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child that was
+--- its parent's last pending one moves the parent out of waiting-children; a child that fails for
+--- good leaves its parent waiting. Re-sent after it landed, the call answers where the job went
+--- and, with fetch_next, the job the token holds.
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key active            `emq:{q}:active`            the active list
 --- @key prioritized       `emq:{q}:prioritized`       the prioritized set
@@ -19,22 +21,23 @@
 --- @key finished          `emq:{q}:<outcome>`         the completed or the failed set
 --- @key metrics           `emq:{q}:metrics:<outcome>` the count of completed or of failed jobs
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
---- @arg job_id          string  the job's id
---- @arg token           string  the worker's lock token
---- @arg now             int     the caller's clock, in milliseconds
---- @arg outcome         string  "completed" or "failed"
---- @arg result          string  the return value (JSON) or the failure reason
---- @arg stacktrace      string  the failure's stack trace, or ""
---- @arg jitter          number  a fraction in [0, 1) of the retry delay to add (0: none)
---- @arg fetch_next      bool    pick the next job up for the same worker
---- @arg lock_duration   int     the next job's lock time to live, in milliseconds
---- @arg limit_max       int     at most this many jobs per limit_duration (0: no limit)
---- @arg limit_duration  int     the rate limiter's window, in milliseconds
---- @arg concurrency     int     at most this many jobs active in the queue (0: no cap)
+--- @arg job_id          id                      the job's id
+--- @arg token           string(non-empty)       the worker's lock token
+--- @arg now             int(0..)                the caller's clock, in milliseconds
+--- @arg outcome         enum(completed|failed)  how the job ended
+--- @arg result          string                  the return value (JSON) or the failure reason
+--- @arg stacktrace      string                  the failure's stack trace, or ""
+--- @arg jitter          number(0..<1)           a fraction of the retry delay to add (0: none)
+--- @arg fetch_next      bool                    pick the next job up for the same token
+--- @arg lock_duration   int(1..)                the next job's lock time to live, in milliseconds
+--- @arg limit_max       int(0..)                at most this many jobs per limit_duration (0: no limit)
+--- @arg limit_duration  int(0..)                the rate limiter's window, in milliseconds
+--- @arg concurrency     int(0..)                at most this many jobs active in the queue (0: no cap)
 --- @return tuple[string, string, hash, int]  where the job went ("completed", "failed" or "delayed"), then the next job as moveToActive answers it
 --- @error -1 JobNotExist
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
+--- @error -4 JobPendingChildren
 --- @error -6 JobLockMismatch
 --- @include "includes/prefix"
 --- @include "includes/numbers"
@@ -45,88 +48,115 @@
 --- @include "includes/dedup"
 --- @include "includes/pickup"
 
-local queue = {
-  wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
-  stalled = KEYS[5], limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8],
-  meta = KEYS[9], pc = KEYS[10], marker = KEYS[11], prefix = queuePrefix(KEYS[1]),
-}
-local jobId, token, now, outcome = ARGV[1], ARGV[2], numberArg(ARGV[3], "now"), ARGV[4]
-local jitter = numberArg(ARGV[7], "jitter")
-local limits = {
-  max = numberArg(ARGV[10], "limit_max"),
-  duration = numberArg(ARGV[11], "limit_duration"),
-  concurrency = numberArg(ARGV[12], "concurrency"),
-}
-local lockDuration = numberArg(ARGV[9], "lock_duration")
-local jobKey = queue.prefix .. jobId
+local outcome = ARGV[4]
 if outcome ~= "completed" and outcome ~= "failed" then
   return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
 end
+local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), intArg(ARGV[3], "now", 0)
+local jitter = fractionArg(ARGV[7], "jitter")
+local fetchNext = ARGV[8] == "1"
+local lockDuration = intArg(ARGV[9], "lock_duration", 1)
+local limitMax = intArg(ARGV[10], "limit_max", 0)
+local limitDuration = intArg(ARGV[11], "limit_duration", 0)
+local concurrency = intArg(ARGV[12], "concurrency", 0)
+local prefix = queuePrefix(KEYS[1])
+local jobKey = prefix .. jobId
 
 local lockState = checkLock(jobKey .. ":lock", token)
 if lockState ~= 0 then
-  return lockState
+  -- No lock for this token: a new call fails, a re-sent one answers what the first call did.
+  local went = landedFinish(prefix, jobId, token, outcome)
+  if not went then
+    return lockState
+  end
+  local nextJob = { "", {}, 0 }
+  if fetchNext then
+    local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
+    nextJob = pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+      paused, jobId)
+  end
+  return { went, nextJob[1], nextJob[2], nextJob[3] }
 end
-if redis.call("EXISTS", jobKey) == 0 then
+-- Read before anything is written: a failure past this point would leave the job nowhere. Every
+-- job hash has "atm", so none means no job.
+local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm")
+if not stored[4] then
   return -1
 end
--- Read before anything is written: a failure past this point would leave the job nowhere.
-local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm")
+if outcome == "completed" and redis.call("SCARD", jobKey .. ":dependencies") > 0 then
+  return -4
+end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
 local attemptsMade = (tonumber(stored[4]) or 0) + 1
-if redis.call("LREM", queue.active, -1, jobId) == 0 then
+if redis.call("LREM", KEYS[2], -1, jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
-redis.call("SREM", queue.stalled, jobId)
+redis.call("SREM", KEYS[5], jobId)
+local paused = nil
+local function isPaused()
+  if paused == nil then
+    paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
+  end
+  return paused
+end
 
-local state = outcome
-
+-- A completed child: its value goes to the parent, and the last pending one releases it. A
+-- parent that retention removed has no :dependencies any more, so SREM finds nothing to do.
 local function releaseParent()
-  if not parentKey then
+  if not parentKey or redis.call("SREM", parentKey .. ":dependencies", jobKey) == 0 then
     return
   end
-  redis.call("SREM", parentKey .. ":dependencies", jobKey)
   redis.call("HSET", parentKey .. ":processed", jobKey, ARGV[5])
-  local parentId = string.sub(parentKey, #queue.prefix + 1)
+  local parentId = string.sub(parentKey, #prefix + 1)
   if redis.call("SCARD", parentKey .. ":dependencies") == 0
     and redis.call("ZREM", KEYS[14], parentId) == 1 then
-    local priority = tonumber(redis.call("HGET", parentKey, "priority")) or 0
-    enqueueReady(queue, parentId, priority)
-    emitEvent(queue.events, queue.meta, "waiting", parentId, "prev", "waiting-children")
+    enqueueReadyJob(prefix, parentId, isPaused())
+    emitEvent(KEYS[4], KEYS[9], "waiting", parentId, "prev", "waiting-children")
   end
 end
 
+local went = outcome
+local retryAt = nil
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
   redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace", ARGV[6],
-    "delay", delay)
-  redis.call("ZADD", queue.delayed, now + delay, jobId)
-  signalWork(queue.marker, now + delay)
-  emitEvent(queue.events, queue.meta, "delayed", jobId, "delay", delay, "prev", "active")
-  state = "delayed"
+    "delay", delay, "fin", "delayed:" .. token)
+  went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", now)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", now,
+      "fin", "completed:" .. token)
     releaseParent()
   else
     redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
-      ARGV[6], "finishedOn", now)
+      ARGV[6], "finishedOn", now, "fin", "failed:" .. token)
   end
   redis.call("ZADD", KEYS[12], now, jobId)
   redis.call("INCR", KEYS[13])
-  releaseDedupId(queue.prefix, jobId, dedupId)
-  emitEvent(queue.events, queue.meta, outcome, jobId, "prev", "active")
+  releaseDedupId(prefix, jobId, dedupId)
+  emitEvent(KEYS[4], KEYS[9], outcome, jobId, "prev", "active")
   local rule = opts.removeOnFail
   if outcome == "completed" then
     rule = opts.removeOnComplete
   end
-  applyRetention(KEYS[12], queue.prefix, jobId, rule, now)
+  if applyRetention(KEYS[12], prefix, jobId, rule, now) then
+    -- The job and its "fin" are gone: the token's record, which names it, answers a re-send.
+    redis.call("PEXPIRE", prefix .. "token:" .. token, lockDuration)
+  end
 end
 local nextJob = { "", {}, 0 }
-if ARGV[8] == "1" then
-  nextJob = pickup(queue, token, lockDuration, now, limits)
+if fetchNext then
+  nextJob = pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+    isPaused(), jobId)
 end
-return { state, nextJob[1], nextJob[2], nextJob[3] }
+if retryAt then
+  -- After the pickup, so the token never takes back the job it just retried: a finish of it
+  -- re-sent could not be told from a new one.
+  redis.call("ZADD", KEYS[7], retryAt, jobId)
+  signalWork(KEYS[11], retryAt)
+  emitEvent(KEYS[4], KEYS[9], "delayed", jobId, "delay", retryAt - now, "prev", "active")
+end
+return { went, nextJob[1], nextJob[2], nextJob[3] }

@@ -6,7 +6,7 @@
 --- @key meta    `emq:{q}:meta`    the queue's meta hash
 --- @key events  `emq:{q}:events`  the event stream
 --- @key marker  `emq:{q}:marker`  the marker idle workers block on
---- @arg action  string  "pause" or "resume"
+--- @arg action  enum(pause|resume)  what to do
 --- @return int  1 when the queue's state changed, 0 when it already was so
 --- @include "includes/events"
 

@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 from echomq_scripts import __version__
-from echomq_scripts.header import Slot, parse_header
+from echomq_scripts.header import ArgType, Slot, parse_header
 from tests.conftest import REPO
 
 
@@ -46,7 +46,7 @@ def test_full_header_is_read_into_fields() -> None:
         Slot("active", "the active list", 6),
     )
     assert header.rest_keys == Slot("extra", "more lists", 7)
-    assert header.args == (Slot("token", "the token", 8), Slot("ttl", "", 9, type="int"))
+    assert header.args == (Slot("token", "the token", 8), Slot("ttl", "", 9, arg=ArgType("int")))
     assert header.rest_args == Slot("ids", "job ids", 10)
     assert header.returns == "tuple[string, hash] | nil"
     assert header.returns_description == "the job, or nil"

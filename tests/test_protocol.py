@@ -14,8 +14,8 @@ documents gets a test of the documented behaviour, marked xfail(strict=True) wit
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast
 
 import pytest
 import redis
@@ -38,7 +38,9 @@ from tests.invariants import (
 )
 
 TOKEN = "worker-a"
+"""A token for locks a test sets by hand; pickups draw their own (`Queue.take`)."""
 OTHER = "worker-b"
+"""Another worker's token."""
 LOCK_MS = 30_000
 RETRY = {"attempts": 3, "backoff": {"delay": 1000}}
 
@@ -49,6 +51,18 @@ class Queue:
     def __init__(self, r: Client, name: str = "proto") -> None:
         self.r = r
         self.name = name
+        # A token names one pickup: each take draws a new one, and the finishing calls default
+        # to the token that took their job.
+        self.pickups = 0
+        self.tokens: dict[str, str] = {}
+
+    def token_of(self, job_id: str) -> str:
+        """The token the harness's last pickup of `job_id` used (TOKEN for a hand-set lock)."""
+        return self.tokens.get(job_id, TOKEN)
+
+    def new_token(self) -> str:
+        self.pickups += 1
+        return f"{self.name}-pickup-{self.pickups}"
 
     # -- the invariant and the two read scripts -------------------------------------------
 
@@ -109,16 +123,17 @@ class Queue:
     def take(
         self,
         *,
-        token: str = TOKEN,
+        token: str | None = None,
         now: int = NOW,
         lock_ms: int = LOCK_MS,
         limit_max: int = 0,
         limit_duration: int = 0,
         concurrency: int = 0,
     ) -> tuple[str, dict[str, str], int]:
-        """moveToActive-11."""
+        """moveToActive-11, with a new token unless one is given."""
+        token = token or self.new_token()
         try:
-            return g.move_to_active(
+            taken = g.move_to_active(
                 self.r,
                 queue=self.name,
                 token=token,
@@ -130,6 +145,9 @@ class Queue:
             )
         finally:
             self.check()
+        if taken[0]:
+            self.tokens[taken[0]] = token
+        return taken
 
     def take_id(self, **kwargs: Any) -> str:
         """moveToActive-11, answering the picked job's id ("" for none)."""
@@ -140,10 +158,10 @@ class Queue:
         self,
         job_id: str,
         *,
-        outcome: str,
+        outcome: Literal["completed", "failed"],
         result: str,
         stacktrace: str = "",
-        token: str = TOKEN,
+        token: str | None = None,
         now: int = NOW,
         jitter: float = 0.0,
         fetch_next: bool = False,
@@ -152,9 +170,11 @@ class Queue:
         limit_duration: int = 0,
         concurrency: int = 0,
     ) -> tuple[str, str, dict[str, str], int]:
-        """moveToFinished-14."""
+        """moveToFinished-14, with the token that took the job unless one is given; a job it
+        fetches keeps that token."""
+        token = token or self.token_of(job_id)
         try:
-            return g.move_to_finished(
+            finished = g.move_to_finished(
                 self.r,
                 queue=self.name,
                 job_id=job_id,
@@ -172,6 +192,9 @@ class Queue:
             )
         finally:
             self.check()
+        if finished[1]:
+            self.tokens[finished[1]] = token
+        return finished
 
     def complete(
         self, job_id: str, value: str = '"done"', **kwargs: Any
@@ -190,7 +213,7 @@ class Queue:
         *,
         base: int,
         jitter: float = 0.0,
-        token: str = TOKEN,
+        token: str | None = None,
         now: int = NOW,
     ) -> int:
         """moveToDelayed-8."""
@@ -199,7 +222,7 @@ class Queue:
                 self.r,
                 queue=self.name,
                 job_id=job_id,
-                token=token,
+                token=token or self.token_of(job_id),
                 now=now,
                 base=base,
                 jitter=jitter,
@@ -207,11 +230,15 @@ class Queue:
         finally:
             self.check()
 
-    def extend(self, job_id: str, *, token: str = TOKEN, duration: int = LOCK_MS) -> int:
+    def extend(self, job_id: str, *, token: str | None = None, duration: int = LOCK_MS) -> int:
         """extendLock-2."""
         try:
             return g.extend_lock(
-                self.r, queue=self.name, token=token, duration=duration, job_id=job_id
+                self.r,
+                queue=self.name,
+                token=token or self.token_of(job_id),
+                duration=duration,
+                job_id=job_id,
             )
         finally:
             self.check()
@@ -225,7 +252,7 @@ class Queue:
         finally:
             self.check()
 
-    def pause(self, action: str = "pause") -> int:
+    def pause(self, action: Literal["pause", "resume"] = "pause") -> int:
         """pause-5."""
         try:
             return g.pause(self.r, queue=self.name, action=action)
@@ -234,6 +261,15 @@ class Queue:
 
     def resume(self) -> int:
         return self.pause("resume")
+
+    def raw(self, script: str, keys: Sequence[str], args: Sequence[str]) -> Any:
+        """A script sent as another runtime sends it: the text arguments as they are, with no
+        wrapper's checks. The decoded reply, or the script's error."""
+        found = next(s for s in g.SCRIPTS if s.spec.name == script)
+        try:
+            return found.result(found.run(self.r, keys, args))
+        finally:
+            self.check()
 
     # -- direct changes a test makes, each followed by the invariant ------------------------
 
@@ -460,11 +496,13 @@ def test_a_child_names_its_parent_and_the_parent_counts_it(q: Queue) -> None:
     assert q.check() == {"P": "waiting-children", "c1": "wait", "c2": "delayed"}
 
 
-@pytest.mark.parametrize("priority", [0, -1, 2_097_152])
-def test_a_priority_out_of_range_is_refused_before_any_write(q: Queue, priority: int) -> None:
+@pytest.mark.parametrize("priority", ["0", "-1", "2097152", "1.5", "high"])
+def test_a_priority_out_of_range_is_refused_before_any_write(q: Queue, priority: str) -> None:
     # Regression (c0b1651): priority 0 wrote the hash, then failed, leaving the job in no state.
+    # Sent as another runtime would: the wrapper refuses these before sending (test_arguments).
+    args = ["p", "job", "{}", "{}", str(NOW), "d", "", priority]
     with pytest.raises(LuaError, match="priority must be an integer from 1 to 2097151"):
-        add_prioritized(q.r, q.name, job_id="p", priority=priority, dedup_id="d")
+        q.raw("addPrioritizedJob", g.add_prioritized_job_keys(q.name), args)
     assert q.check() == {}
     assert q.r.exists(q.key("p"), q.key("de:d"), q.key("id"), q.key("pc")) == 0
     assert q.events() == []
@@ -480,14 +518,15 @@ def test_options_that_are_not_a_json_object_are_refused_before_any_write(
 ) -> None:
     # Regression (c0b1651): such options were stored, and moveToFinished-14 then failed on them
     # after taking the job out of active, leaving it in no state.
-    adders = {
-        "standard": add_standard,
-        "delayed": add_delayed,
-        "prioritized": add_prioritized,
-        "parent": add_parent,
+    calls = {
+        "standard": ("addStandardJob", g.add_standard_job_keys(q.name), []),
+        "delayed": ("addDelayedJob", g.add_delayed_job_keys(q.name), ["1000"]),
+        "prioritized": ("addPrioritizedJob", g.add_prioritized_job_keys(q.name), ["1"]),
+        "parent": ("addParentJob", g.add_parent_job_keys(q.name), []),
     }
+    name, keys, extra = calls[kind]
     with pytest.raises(LuaError, match="opts must be a JSON object"):
-        adders[kind](q.r, q.name, opts=opts, dedup_id="d")
+        q.raw(name, keys, ["", "job", "{}", opts, str(NOW), "d", "", *extra])
     assert q.check() == {}
     assert q.r.exists(q.key("id"), q.key("de:d")) == 0
 
@@ -580,15 +619,16 @@ def test_a_paused_queue_gives_nothing(q: Queue) -> None:
 
 def test_pickup_locks_the_job_for_the_token_and_answers_its_fields(q: Queue) -> None:
     q.add("a", name="n", data='{"x":1}')
-    q.r.sadd(q.key("stalled"), "a")  # a leftover mark: a picked-up job leaves the set
-    q.check()
-    job_id, fields, limited_for = q.take(now=NOW + 7, lock_ms=5000)
+    job_id, fields, limited_for = q.take(token="t-1", now=NOW + 7, lock_ms=5000)
     assert (job_id, limited_for) == ("a", 0)
     assert fields == q.job("a")
     assert fields["processedOn"] == str(NOW + 7)
     assert (fields["name"], fields["data"], fields["timestamp"]) == ("n", '{"x":1}', str(NOW))
-    assert q.lock("a") == TOKEN
+    assert q.lock("a") == "t-1"
     assert 0 < q.pttl("a") <= 5000
+    # The token's record names the job, and lives as long as the lock.
+    assert q.r.get(q.key("token:t-1")) == b"a"
+    assert 0 < q.r.pttl(q.key("token:t-1")) <= 5000
     assert q.stalled() == set()
     assert q.last_event() == {"event": "active", "jobId": "a", "prev": "waiting"}
     assert q.take() == ("", {}, 0)
@@ -612,14 +652,16 @@ def test_extend_lock_codes_and_heartbeat(q: Queue) -> None:
     q.add("a")
     with pytest.raises(errors.JobLockNotExist):
         q.extend("a")
-    q.take_id(lock_ms=1000)
+    q.take_id(token="t-1", lock_ms=1000)
     with pytest.raises(errors.JobLockMismatch):
         q.extend("a", token=OTHER)
-    assert q.lock("a") == TOKEN
+    assert q.lock("a") == "t-1"
     assert q.stalled_check() == ([], [])
     assert q.stalled() == {"a"}
     assert q.extend("a", duration=60_000) == 1
     assert 1000 < q.pttl("a") <= 60_000
+    # The token's record lives on with the lock.
+    assert 1000 < q.r.pttl(q.key("token:t-1")) <= 60_000
     assert q.stalled() == set()
     assert q.check() == {"a": "active"}
 
@@ -657,10 +699,13 @@ def test_move_to_finished_checks_the_lock_before_anything_else(q: Queue) -> None
 def test_an_unknown_outcome_is_refused_and_changes_nothing(q: Queue) -> None:
     q.add("a")
     q.take_id()
-    with pytest.raises(redis.ResponseError, match="outcome"):
-        q.finish("a", outcome="done", result="1")
+    token = q.token_of("a")
+    args = ["a", token, str(NOW), "done", "1", "", "0", "0", str(LOCK_MS), "0", "0", "0"]
+    keys = g.move_to_finished_keys(q.name, "completed")
+    with pytest.raises(redis.ResponseError, match="outcome must be 'completed' or 'failed'"):
+        q.raw("moveToFinished", keys, args)
     assert q.check() == {"a": "active"}
-    assert q.lock("a") == TOKEN
+    assert q.lock("a") == token
 
 
 def test_completion_stores_the_value_scores_by_now_and_counts(q: Queue) -> None:
@@ -914,12 +959,14 @@ def test_fetch_next_picks_the_next_job_in_the_same_call(q: Queue) -> None:
     q.add("a")
     q.add("b", opts=RETRY)
     q.add_prioritized("p", priority=3)
-    q.take_id()
+    q.take_id(token="t-1")
     state, next_id, fields, limited = q.complete("a", now=NOW + 9, fetch_next=True, lock_ms=4000)
     assert (state, next_id, limited) == ("completed", "b", 0)
     assert fields == q.job("b")
     assert fields["processedOn"] == str(NOW + 9)
-    assert q.lock("b") == TOKEN
+    # The token goes on to the next job; its record says which, and which job came before.
+    assert q.lock("b") == "t-1"
+    assert q.r.get(q.key("token:t-1")) == b"b:a"
     assert 0 < q.pttl("b") <= 4000
     assert q.check() == {"a": "completed", "b": "active", "p": "prioritized"}
     # A retry still fetches the next one.
@@ -966,6 +1013,23 @@ def test_move_to_delayed_backs_off_exponentially_and_releases_the_lock(q: Queue)
     assert q.job("a")["atm"] == "3"
 
 
+def test_backoff_rounds_a_fraction_of_a_millisecond_down_and_wakes_a_worker(q: Queue) -> None:
+    q.add("a", opts={"attempts": 3, "backoff": {"delay": 1000}})
+    q.take_id()
+    q.r.delete(q.key("marker"))  # idle workers took it: the retry must set it to its run-at
+    # 1000 * (1 + 0.0007) = 1000.7 ms: the delay is 1000, not 1001.
+    assert q.fail("a", jitter=0.0007, now=NOW)[0] == "delayed"
+    assert q.job("a")["delay"] == "1000"
+    assert q.scores("delayed") == {"a": NOW + 1000}
+    assert q.marker() == NOW + 1000
+    assert q.take_id(now=NOW + 1000) == "a"
+    q.r.delete(q.key("marker"))
+    # The second attempt: 333 * 2^1 = 666, plus 666 * 0.0015 = 0.999 ms, is 666.
+    assert q.retry("a", base=333, jitter=0.0015, now=NOW + 2000) == 666
+    assert q.scores("delayed") == {"a": NOW + 2000 + 666}
+    assert q.marker() == NOW + 2000 + 666
+
+
 def test_move_to_delayed_codes(q: Queue) -> None:
     q.add("w")
     with pytest.raises(errors.JobLockNotExist):
@@ -984,7 +1048,7 @@ def test_move_to_delayed_codes(q: Queue) -> None:
         q.retry("a", base=1)
     assert q.check() == {"w": "active", "a": "wait"}
     assert q.job("w")["atm"] == "0"
-    assert q.lock("w") == TOKEN
+    assert q.lock("w") == q.token_of("w")
 
 
 # == moveStalledJobsToWait ==================================================================
@@ -1010,6 +1074,7 @@ def test_a_lockless_marked_job_goes_back_to_the_front_of_wait(q: Queue) -> None:
     q.add("w2")
     q.stalled_check()
     q.expire_lock("s")
+    q.r.delete(q.key("marker"))  # idle workers took it (BZPOPMIN): recovery must set it again
     assert q.stalled_check(now=NOW + 1) == (["s"], [])
     assert q.check() == {"s": "wait", "alive": "active", "w1": "wait", "w2": "wait"}
     assert q.items("wait") == ["s", "w1", "w2"]
@@ -1018,13 +1083,14 @@ def test_a_lockless_marked_job_goes_back_to_the_front_of_wait(q: Queue) -> None:
     assert q.last_event() == {"event": "stalled", "jobId": "s"}
     assert q.marker() == 0
     # The stalled worker's late calls are refused; the next worker takes it first.
+    stalled_token = q.token_of("s")
     with pytest.raises(errors.JobLockNotExist):
         q.complete("s")
     assert q.take_id(token=OTHER) == "s"
     with pytest.raises(errors.JobLockMismatch):
-        q.complete("s")
+        q.complete("s", token=stalled_token)
     with pytest.raises(errors.JobLockMismatch):
-        q.extend("s")
+        q.extend("s", token=stalled_token)
     assert q.complete("s", token=OTHER)[0] == "completed"
 
 
@@ -1171,8 +1237,8 @@ def test_pausing_twice_or_resuming_a_running_queue_changes_nothing(q: Queue) -> 
 
 def test_an_unknown_pause_action_is_refused(q: Queue) -> None:
     q.add("a")
-    with pytest.raises(redis.ResponseError, match="action"):
-        q.pause("stop")
+    with pytest.raises(redis.ResponseError, match="action must be 'pause' or 'resume'"):
+        q.raw("pause", g.pause_keys(q.name), ["stop"])
     assert q.check() == {"a": "wait"}
     assert q.hash("meta") == {}
 
@@ -1232,10 +1298,11 @@ def test_counts_and_states_agree_with_the_keys_in_every_state(q: Queue) -> None:
         "P": "waiting-children",
     }
     # wait and paused never hold jobs at once: the pause moves the one into the other.
-    for action, expected in [
+    steps: list[tuple[Literal["pause", "resume"], dict[str, str]]] = [
         ("pause", {**running, "w": "paused", "c": "paused", "kid": "paused"}),
         ("resume", running),
-    ]:
+    ]
+    for action, expected in steps:
         q.pause(action)
         states = q.check()
         assert states == expected
@@ -1306,10 +1373,9 @@ def test_a_bad_number_from_another_runtime_moves_nothing(q: Queue) -> None:
     """Scripts read their numbers before writing: a bad one fails the call and moves no job."""
     q.add("a")
     q.take_id()
-    retry = next(s for s in g.SCRIPTS if s.spec.name == "moveToDelayed")
     keys = g.move_to_delayed_keys(q.name, "a")
     with pytest.raises(LuaError, match="jitter must be a number"):
-        retry.run(q.r, keys, ["a", TOKEN, str(NOW), "1000", ""])
+        q.raw("moveToDelayed", keys, ["a", q.token_of("a"), str(NOW), "1000", ""])
     assert q.check() == {"a": "active"}
 
 

@@ -12,18 +12,41 @@ import redis
 
 from echomq_scripts import keys
 from echomq_scripts.linemap import LineMap, error_line
+from echomq_scripts.runtime import decode
 from tests.conftest import REPO, copy_fixture, run_build
 
-# Arguments that scripts accept only from a closed set of words.
-NAMED_SAMPLES = {"outcome": "failed", "action": "pause", "opts": "{}"}
+# Arguments that scripts accept only from a closed set of words, or as JSON objects.
+NAMED_SAMPLES = {
+    "outcome": "failed",
+    "action": "pause",
+    "opts": "{}",
+    "job_id": "",
+    "parent_id": "",
+}
 ARG_SAMPLES = {
     "string": "x",
     "int": "1000",
-    "number": "1.5",
+    "number": "0.5",
     "bool": "1",
     "json": "{}",
     "msgpack": "\x80",
     "bytes": "\x00",
+}
+# What each script answers on an empty queue to those arguments (raw, as redis-py reads it): an
+# add adds job "1", a pickup finds nothing, a call about job "7" finds no lock.
+EMPTY_QUEUE_REPLIES: dict[str, object] = {
+    "addDelayedJob-5": [b"1", 1],
+    "addParentJob-4": [b"1", 1],
+    "addPrioritizedJob-6": [b"1", 1],
+    "addStandardJob-6": [b"1", 1],
+    "extendLock-2": -2,
+    "getCounts-8": [0] * 8,
+    "getJobState-8": b"unknown",
+    "moveStalledJobsToWait-8": [[], []],
+    "moveToActive-11": [b"", [], 0],
+    "moveToDelayed-8": -2,
+    "moveToFinished-14": -2,
+    "pause-5": 1,
 }
 
 
@@ -47,20 +70,18 @@ def test_script_load_returns_the_manifest_sha1_and_evalsha_runs(
     (entry,) = [s for s in manifest["scripts"] if s["file"] == f"scripts/{script_id}.lua"]
     body = (out / entry["file"]).read_bytes()
     assert r.script_load(body) == entry["sha1"]
-    call_keys = [f"emq:{{q}}:{key['name']}" for key in entry["keys"]]
-    if entry["keys"] and entry["keys"][0]["template"]:
-        values = {a["name"]: NAMED_SAMPLES.get(a["name"], "x") for a in entry["argv"]}
-        call_keys = [
-            re.sub(r"<(\w+)>", lambda m: values[m[1]], k["template"]) for k in entry["keys"]
-        ]
     args = [NAMED_SAMPLES.get(a["name"], ARG_SAMPLES[a["type"]]) for a in entry["argv"]]
+    if script_id in ("getJobState-8", "extendLock-2", "moveToDelayed-8", "moveToFinished-14"):
+        args[[a["name"] for a in entry["argv"]].index("job_id")] = "7"  # a job, not a new id
+    values = {a["name"]: value for a, value in zip(entry["argv"], args, strict=True)}
+    call_keys = [re.sub(r"<(\w+)>", lambda m: values[m[1]], k["template"]) for k in entry["keys"]]
     reply = r.evalsha(entry["sha1"], entry["numKeys"], *call_keys, *args)
-    # On empty keys each script still answers with a value of its declared shape.
-    shape = entry["returns"]["shape"]
-    if shape == "int":
-        assert isinstance(reply, int)
-    elif shape.startswith("string"):
-        assert isinstance(reply, bytes)
+    # On an empty queue each script answers what it should, in its declared shape or code.
+    assert reply == EMPTY_QUEUE_REPLIES[script_id]
+    if isinstance(reply, int) and reply < 0:
+        assert reply in entry["codes"]
+    else:
+        decode(entry["returns"]["shape"], reply)  # raises when the reply does not fit it
 
 
 def test_extend_lock_extends_only_for_the_holder(

@@ -192,7 +192,7 @@ def test_queue_keys_kept_between_calls_stay_right_and_bounded() -> None:
     assert len(script._by_queue) <= runtime._QUEUES_KEPT
     assert g.extend_lock_keys("mail", "7").lock == LOCK
     # A value that is no str is refused by name, an unhashable one included.
-    with pytest.raises(ArgumentError, match="queue must be a non-empty str"):
+    with pytest.raises(ArgumentError, match="a queue name must be a non-empty str"):
         script.keys_for(["mail"], {"job_id": "7"})  # type: ignore[arg-type]
     # Packages generated before keys_for call build_keys.
     assert script.build_keys("mail", {"job_id": "7"}) == [LOCK, STALLED]
@@ -202,13 +202,13 @@ def test_queue_keys_kept_between_calls_stay_right_and_bounded() -> None:
 
 
 BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
-    ("a str for an int", {"duration": "5000"}, "argument 'duration' must be an int, got str"),
-    ("a bool for an int", {"duration": True}, "argument 'duration' must be an int, got bool"),
+    ("a str for an int", {"duration": "5000"}, "argument 'duration' must be an int >= 1, got str"),
+    ("a bool for an int", {"duration": True}, "argument 'duration' must be an int >= 1, got bool"),
     ("None for a string", {"token": None}, "argument 'token' is required, got None"),
     ("an int for a string", {"token": 7}, "argument 'token' must be a str, got int"),
-    ("a queue breaking the tag", {"queue": "ma{il"}, "queue 'ma{il' contains '{' or '}'"),
-    ("an empty queue", {"queue": ""}, "queue must be a non-empty str"),
-    ("a job id breaking the tag", {"job_id": "7}"}, "job_id '7}' contains '{' or '}'"),
+    ("a queue breaking the tag", {"queue": "ma{il"}, "queue name 'ma{il' contains '{' or '}'"),
+    ("an empty queue", {"queue": ""}, "a queue name must be a non-empty str"),
+    ("a job id breaking the tag", {"job_id": "7}"}, "job id '7}' contains '{', '}' or ':'"),
     ("queue and keys both", {"keys": ("a", "b")}, "pass queue= or keys=, not both"),
     ("neither queue nor keys", {"queue": None}, "pass queue= or keys="),
     ("too few keys", {"queue": None, "keys": ("a",)}, "takes 2 keys, got 1"),
@@ -370,8 +370,10 @@ def wrapper_calls() -> list[tuple[str, dict[str, Any]]]:
         arguments: dict[str, Any] = {"queue": "mail"}
         for parameter in list(signature.parameters.values())[1:]:
             if parameter.name not in ("queue", "keys") and parameter.default is parameter.empty:
-                sample = NAMED_SAMPLES.get(parameter.name, SAMPLES[parameter.annotation])
-                arguments[parameter.name] = sample
+                if parameter.name in NAMED_SAMPLES:
+                    arguments[parameter.name] = NAMED_SAMPLES[parameter.name]
+                else:
+                    arguments[parameter.name] = SAMPLES[parameter.annotation]
         calls.append((name, arguments))
     return calls
 

@@ -10,7 +10,7 @@ checked before anything is sent.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, cast
+from typing import Literal, NamedTuple, cast
 
 from echomq_scripts import runtime
 from echomq_scripts.runtime import (
@@ -45,7 +45,7 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="344748f1cd91d51f42d6034d67fa75dc6a493e4f",
+        sha1="deb8c851dbecd4987cb137b033ffb53a617fff02",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -83,14 +83,14 @@ def _add_delayed_job_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addDelayedJob-5"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "job_id", job_id),
+        runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
         runtime.string_arg(_script, "data", data),
-        runtime.string_arg(_script, "opts", opts),
-        runtime.int_arg(_script, "now", now),
+        runtime.string_arg(_script, "opts", opts, "json-object"),
+        runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
-        runtime.string_arg(_script, "parent_id", parent_id),
-        runtime.int_arg(_script, "delay", delay),
+        runtime.id_arg(_script, "parent_id", parent_id, optional=True),
+        runtime.int_arg(_script, "delay", delay, low=0),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -126,14 +126,14 @@ def add_delayed_job(
     job's id.
 
     Args:
-        job_id (string): a custom id, or "" to generate one
+        job_id (id?): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (string): the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
-        now (int): the caller's clock, in milliseconds
+        opts (string(json-object)): the job's options (attempts, backoff, ...)
+        now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
-        parent_id (string): the id of a parent job in this queue, or ""
-        delay (int): milliseconds from now until the job is due
+        parent_id (id?): the id of a parent job in this queue, or ""
+        delay (int(0..)): milliseconds from now until the job is due
 
     Returns:
         tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
@@ -237,7 +237,7 @@ _ADD_PARENT_JOB = Script(
         name="addParentJob",
         script_id="addParentJob-4",
         num_keys=4,
-        sha1="444dd582b35600aa3da0aa397f937b1216bdca6e",
+        sha1="bb4c883556ba9ec50e1fc9fbfee3ef4f5e50f4fb",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -273,13 +273,13 @@ def _add_parent_job_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addParentJob-4"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "job_id", job_id),
+        runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
         runtime.string_arg(_script, "data", data),
-        runtime.string_arg(_script, "opts", opts),
-        runtime.int_arg(_script, "now", now),
+        runtime.string_arg(_script, "opts", opts, "json-object"),
+        runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
-        runtime.string_arg(_script, "parent_id", parent_id),
+        runtime.id_arg(_script, "parent_id", parent_id, optional=True),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -315,13 +315,13 @@ def add_parent_job(
     nothing and answers that job's id.
 
     Args:
-        job_id (string): a custom id, or "" to generate one
+        job_id (id?): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (string): the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
-        now (int): the caller's clock, in milliseconds
+        opts (string(json-object)): the job's options (attempts, backoff, ...)
+        now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
-        parent_id (string): the id of a parent job in this queue, or ""
+        parent_id (id?): the id of a parent job in this queue, or ""
 
     Returns:
         tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
@@ -424,7 +424,7 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="63ba8917790f71084bd59806e4b4bc1e756695c9",
+        sha1="71a4f7ffbb202717eebaea7c4d4ff5324ff451da",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -463,14 +463,14 @@ def _add_prioritized_job_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addPrioritizedJob-6"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "job_id", job_id),
+        runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
         runtime.string_arg(_script, "data", data),
-        runtime.string_arg(_script, "opts", opts),
-        runtime.int_arg(_script, "now", now),
+        runtime.string_arg(_script, "opts", opts, "json-object"),
+        runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
-        runtime.string_arg(_script, "parent_id", parent_id),
-        runtime.int_arg(_script, "priority", priority),
+        runtime.id_arg(_script, "parent_id", parent_id, optional=True),
+        runtime.int_arg(_script, "priority", priority, low=1, high=2097151),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -507,14 +507,14 @@ def add_prioritized_job(
     still held, adds nothing and answers that job's id.
 
     Args:
-        job_id (string): a custom id, or "" to generate one
+        job_id (id?): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (string): the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
-        now (int): the caller's clock, in milliseconds
+        opts (string(json-object)): the job's options (attempts, backoff, ...)
+        now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
-        parent_id (string): the id of a parent job in this queue, or ""
-        priority (int): 1 (runs first) to 2097151
+        parent_id (id?): the id of a parent job in this queue, or ""
+        priority (int(1..2.09715e+06)): 1 (runs first) to 2097151
 
     Returns:
         tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
@@ -622,7 +622,7 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="1a4451303c8ceb4193922859b75a2d0f28f82692",
+        sha1="818dabc5508e5125cbd1139e6adba9419085133b",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -660,13 +660,13 @@ def _add_standard_job_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addStandardJob-6"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "job_id", job_id),
+        runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
         runtime.string_arg(_script, "data", data),
-        runtime.string_arg(_script, "opts", opts),
-        runtime.int_arg(_script, "now", now),
+        runtime.string_arg(_script, "opts", opts, "json-object"),
+        runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
-        runtime.string_arg(_script, "parent_id", parent_id),
+        runtime.id_arg(_script, "parent_id", parent_id, optional=True),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -701,13 +701,13 @@ def add_standard_job(
     job's id.
 
     Args:
-        job_id (string): a custom id, or "" to generate one
+        job_id (id?): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (string): the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
-        now (int): the caller's clock, in milliseconds
+        opts (string(json-object)): the job's options (attempts, backoff, ...)
+        now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
-        parent_id (string): the id of a parent job in this queue, or ""
+        parent_id (id?): the id of a parent job in this queue, or ""
 
     Returns:
         tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
@@ -802,7 +802,7 @@ _EXTEND_LOCK = Script(
         name="extendLock",
         script_id="extendLock-2",
         num_keys=2,
-        sha1="8abb0d5f60df17b526f9eb74f0e4fbf4f516287c",
+        sha1="710b2bfd835c3d933594bbe5c7b7446dbdaccafe",
         returns="int",
         codes=(-2, -6),
         package="echomq_scripts.generated",
@@ -810,6 +810,7 @@ _EXTEND_LOCK = Script(
             "emq:{q}:<job_id>:lock",
             "emq:{q}:stalled",
         ),
+        id_args=("job_id",),
     ),
     BY_CODE,
 )
@@ -838,9 +839,9 @@ def _extend_lock_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "extendLock-2"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "token", token),
-        runtime.int_arg(_script, "duration", duration),
-        runtime.string_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "token", token, "non-empty"),
+        runtime.int_arg(_script, "duration", duration, low=1),
+        runtime.id_arg(_script, "job_id", job_id),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -872,12 +873,13 @@ def extend_lock(
 ) -> int:
     """Extends the lock of an active job while the caller still holds it: a worker's heartbeat.
 
-    The job also leaves the stalled set, so the next stalled check does not count it.
+    The job also leaves the stalled set, so the next stalled check does not count it, and
+    the token's record lives on as long as the lock.
 
     Args:
-        token (string): the token the worker took the lock with
-        duration (int): the lock's new time to live, in milliseconds
-        job_id (string): the job's id
+        token (string(non-empty)): the token the worker took the lock with
+        duration (int(1..)): the lock's new time to live, in milliseconds
+        job_id (id): the job's id
 
     Returns:
         int: 1 when the lock was extended
@@ -1087,7 +1089,7 @@ _GET_JOB_STATE = Script(
         name="getJobState",
         script_id="getJobState-8",
         num_keys=8,
-        sha1="f1c4ff9c82e1d3d21dd1b326f34b0446a336cfd3",
+        sha1="cc0fdabba8afe410b8491c4b1694af78b905c602",
         returns="string",
         codes=(),
         package="echomq_scripts.generated",
@@ -1121,7 +1123,7 @@ def _get_job_state_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "getJobState-8"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "job_id", job_id),
+        runtime.id_arg(_script, "job_id", job_id),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -1147,7 +1149,7 @@ def get_job_state(
     """Tells which of the eight states holds a job.
 
     Args:
-        job_id (string): the job's id
+        job_id (id): the job's id
 
     Returns:
         string: the state's name ("wait", ..., "waiting-children"), or "unknown"
@@ -1221,7 +1223,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="881d24a17241e06ae54f1b15e5fe7d79f33781b4",
+        sha1="2ecb607dda596eaaf72bc926a26f65c2b6468b4c",
         returns="tuple[list[string], list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1256,8 +1258,8 @@ def _move_stalled_jobs_to_wait_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveStalledJobsToWait-8"
     _encoded: list[bytes] = [
-        runtime.int_arg(_script, "max_stalled", max_stalled),
-        runtime.int_arg(_script, "now", now),
+        runtime.int_arg(_script, "max_stalled", max_stalled, low=0),
+        runtime.int_arg(_script, "now", now, low=0),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -1291,8 +1293,8 @@ def move_stalled_jobs_to_wait(
     atomic step, so several workers may run it.
 
     Args:
-        max_stalled (int): how often a job may stall before it fails
-        now (int): the caller's clock, in milliseconds
+        max_stalled (int(0..)): how often a job may stall before it fails
+        now (int(0..)): the caller's clock, in milliseconds
 
     Returns:
         tuple[list[string], list[string]]: the ids moved back to wait, and the ids failed
@@ -1357,7 +1359,9 @@ class MoveToActiveKeys(NamedTuple):
     events: str
     """The event stream (emq:{q}:events)"""
     stalled: str
-    """The stalled set: a picked-up job leaves it (emq:{q}:stalled)"""
+    """The stalled set: every path out of active clears a job's mark, so a job taken from wait
+    or prioritized has none (emq:{q}:stalled): unused, kept for the key order
+    """
     limiter: str
     """The rate limiter's counter (emq:{q}:limiter)"""
     delayed: str
@@ -1377,7 +1381,7 @@ _MOVE_TO_ACTIVE = Script(
         name="moveToActive",
         script_id="moveToActive-11",
         num_keys=11,
-        sha1="0f6cbed3a68c325a8ee4bef55572b5ec78ae91a3",
+        sha1="adb6bb7e5359e7fa0d184f40cfe0cd28073615b2",
         returns="tuple[string, hash, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1419,12 +1423,12 @@ def _move_to_active_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToActive-11"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "token", token),
-        runtime.int_arg(_script, "lock_duration", lock_duration),
-        runtime.int_arg(_script, "now", now),
-        runtime.int_arg(_script, "limit_max", limit_max),
-        runtime.int_arg(_script, "limit_duration", limit_duration),
-        runtime.int_arg(_script, "concurrency", concurrency),
+        runtime.string_arg(_script, "token", token, "non-empty"),
+        runtime.int_arg(_script, "lock_duration", lock_duration, low=1),
+        runtime.int_arg(_script, "now", now, low=0),
+        runtime.int_arg(_script, "limit_max", limit_max, low=0),
+        runtime.int_arg(_script, "limit_duration", limit_duration, low=0),
+        runtime.int_arg(_script, "concurrency", concurrency, low=0),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -1457,15 +1461,17 @@ def move_to_active(
     Promotes due delayed jobs first; then, unless the queue is paused, the rate limiter is
     spent or the concurrency cap is reached, takes the next job (wait first, else the best
     priority, FIFO within a priority), locks it for the worker's token, and moves it to
-    active.
+    active. A token names one pickup: re-sent with a token that still holds its job, it
+    answers that job again and takes no other.
 
     Args:
-        token (string): the worker's lock token
-        lock_duration (int): how long the lock lives without a heartbeat, in milliseconds
-        now (int): the caller's clock, in milliseconds
-        limit_max (int): at most this many jobs per limit_duration (0: no limit)
-        limit_duration (int): the rate limiter's window, in milliseconds
-        concurrency (int): at most this many jobs active in the queue (0: no cap)
+        token (string(non-empty)): the worker's lock token, new for every pickup
+        lock_duration (int(1..)): how long the lock lives without a heartbeat, in
+        milliseconds
+        now (int(0..)): the caller's clock, in milliseconds
+        limit_max (int(0..)): at most this many jobs per limit_duration (0: no limit)
+        limit_duration (int(0..)): the rate limiter's window, in milliseconds
+        concurrency (int(0..)): at most this many jobs active in the queue (0: no cap)
 
     Returns:
         tuple[string, hash, int]: the job's id and fields, or "" and {} and the milliseconds
@@ -1566,7 +1572,7 @@ _MOVE_TO_DELAYED = Script(
         name="moveToDelayed",
         script_id="moveToDelayed-8",
         num_keys=8,
-        sha1="a0bbb5fe1a342b916053654a3a3d89daf3bc8370",
+        sha1="7016d18acedd5ddac41574a4c44afa7ae304539b",
         returns="int",
         codes=(-1, -2, -3, -6),
         package="echomq_scripts.generated",
@@ -1580,6 +1586,7 @@ _MOVE_TO_DELAYED = Script(
             "emq:{q}:<job_id>",
             "emq:{q}:<job_id>:lock",
         ),
+        id_args=("job_id",),
     ),
     BY_CODE,
 )
@@ -1610,11 +1617,11 @@ def _move_to_delayed_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToDelayed-8"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "job_id", job_id),
-        runtime.string_arg(_script, "token", token),
-        runtime.int_arg(_script, "now", now),
-        runtime.int_arg(_script, "base", base),
-        runtime.number_arg(_script, "jitter", jitter),
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "token", token, "non-empty"),
+        runtime.int_arg(_script, "now", now, low=0),
+        runtime.int_arg(_script, "base", base, low=0),
+        runtime.number_arg(_script, "jitter", jitter, low=0.0, high=1.0, below=True),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -1649,14 +1656,15 @@ def move_to_delayed(
     """Retries an active job later: back to delayed after a backoff of base * 2^(attempt - 1),
     plus
 
-    the jitter the caller drew. The lock is released and the attempts made go up by one.
+    the jitter the caller drew. The lock is released and the attempts made go up by one. Re-
+    sent after it landed, the call answers the same delay again.
 
     Args:
-        job_id (string): the job's id
-        token (string): the worker's lock token
-        now (int): the caller's clock, in milliseconds
-        base (int): the first retry's delay, in milliseconds
-        jitter (number): a fraction in [0, 1) of the delay to add (0: none)
+        job_id (id): the job's id
+        token (string(non-empty)): the worker's lock token
+        now (int(0..)): the caller's clock, in milliseconds
+        base (int(0..)): the first retry's delay, in milliseconds
+        jitter (number(0..<1)): a fraction of the delay to add (0: none)
 
     Returns:
         int: the delay, in milliseconds
@@ -1768,9 +1776,9 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="90992d97b9dec978d869669191bdaaa2a86ee7b0",
+        sha1="5fe8acc7dc68c2e4b6b357e8e380ccd7d8e64d0b",
         returns="tuple[string, string, hash, int]",
-        codes=(-1, -2, -3, -6),
+        codes=(-1, -2, -3, -4, -6),
         package="echomq_scripts.generated",
         templates=(
             "emq:{q}:wait",
@@ -1795,9 +1803,11 @@ _MOVE_TO_FINISHED = Script(
 
 def move_to_finished_keys(
     queue: str,
-    outcome: str,
+    outcome: Literal["completed", "failed"],
 ) -> MoveToFinishedKeys:
     """The keys of moveToFinished-14 for `queue` and the ids they name."""
+    _script = "moveToFinished-14"
+    runtime.enum_arg(_script, "outcome", outcome, ("completed", "failed"))
     _built = _MOVE_TO_FINISHED.keys_for(
         queue,
         {
@@ -1813,7 +1823,7 @@ def _move_to_finished_call(
     job_id: str,
     token: str,
     now: int,
-    outcome: str,
+    outcome: Literal["completed", "failed"],
     result: str,
     stacktrace: str,
     jitter: float,
@@ -1825,18 +1835,18 @@ def _move_to_finished_call(
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToFinished-14"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "job_id", job_id),
-        runtime.string_arg(_script, "token", token),
-        runtime.int_arg(_script, "now", now),
-        runtime.string_arg(_script, "outcome", outcome),
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "token", token, "non-empty"),
+        runtime.int_arg(_script, "now", now, low=0),
+        runtime.enum_arg(_script, "outcome", outcome, ("completed", "failed")),
         runtime.string_arg(_script, "result", result),
         runtime.string_arg(_script, "stacktrace", stacktrace),
-        runtime.number_arg(_script, "jitter", jitter),
+        runtime.number_arg(_script, "jitter", jitter, low=0.0, high=1.0, below=True),
         runtime.bool_arg(_script, "fetch_next", fetch_next),
-        runtime.int_arg(_script, "lock_duration", lock_duration),
-        runtime.int_arg(_script, "limit_max", limit_max),
-        runtime.int_arg(_script, "limit_duration", limit_duration),
-        runtime.int_arg(_script, "concurrency", concurrency),
+        runtime.int_arg(_script, "lock_duration", lock_duration, low=1),
+        runtime.int_arg(_script, "limit_max", limit_max, low=0),
+        runtime.int_arg(_script, "limit_duration", limit_duration, low=0),
+        runtime.int_arg(_script, "concurrency", concurrency, low=0),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -1863,7 +1873,7 @@ def move_to_finished(
     job_id: str,
     token: str,
     now: int,
-    outcome: str,
+    outcome: Literal["completed", "failed"],
     result: str,
     stacktrace: str,
     jitter: float,
@@ -1877,27 +1887,29 @@ def move_to_finished(
 ) -> tuple[str, str, dict[str, str], int]:
     """Completes or fails an active job, and optionally picks the next one up in the same call.
 
-    Verifies the lock token first, then that the job exists and is active. A completion
-    stores the return value; a failure stores the reason and stack trace and, while attempts
-    are left, goes to delayed with a backoff instead of to failed. A finished job is scored
-    by its finish time, counted in the metrics, kept or removed by removeOnComplete /
-    removeOnFail, and releases its deduplication id. A completed child that was its parent's
-    last pending one moves the parent out of waiting-children; a child that fails for good
-    leaves its parent waiting.
+    Verifies the lock token first, then that the job exists, has no pending children (to
+    complete) and is active. A completion stores the return value; a failure stores the
+    reason and stack trace and, while attempts are left, goes to delayed with a backoff
+    instead of to failed. A finished job is scored by its finish time, counted in the
+    metrics, kept or removed by removeOnComplete / removeOnFail, and releases its
+    deduplication id. A completed child that was its parent's last pending one moves the
+    parent out of waiting-children; a child that fails for good leaves its parent waiting.
+    Re-sent after it landed, the call answers where the job went and, with fetch_next, the
+    job the token holds.
 
     Args:
-        job_id (string): the job's id
-        token (string): the worker's lock token
-        now (int): the caller's clock, in milliseconds
-        outcome (string): "completed" or "failed"
+        job_id (id): the job's id
+        token (string(non-empty)): the worker's lock token
+        now (int(0..)): the caller's clock, in milliseconds
+        outcome (enum(completed|failed)): how the job ended
         result (string): the return value (JSON) or the failure reason
         stacktrace (string): the failure's stack trace, or ""
-        jitter (number): a fraction in [0, 1) of the retry delay to add (0: none)
-        fetch_next (bool): pick the next job up for the same worker
-        lock_duration (int): the next job's lock time to live, in milliseconds
-        limit_max (int): at most this many jobs per limit_duration (0: no limit)
-        limit_duration (int): the rate limiter's window, in milliseconds
-        concurrency (int): at most this many jobs active in the queue (0: no cap)
+        jitter (number(0..<1)): a fraction of the retry delay to add (0: none)
+        fetch_next (bool): pick the next job up for the same token
+        lock_duration (int(1..)): the next job's lock time to live, in milliseconds
+        limit_max (int(0..)): at most this many jobs per limit_duration (0: no limit)
+        limit_duration (int(0..)): the rate limiter's window, in milliseconds
+        concurrency (int(0..)): at most this many jobs active in the queue (0: no cap)
 
     Returns:
         tuple[string, string, hash, int]: where the job went ("completed", "failed" or
@@ -1907,6 +1919,7 @@ def move_to_finished(
         JobNotExist: the script returned -1.
         JobLockNotExist: the script returned -2.
         JobNotInState: the script returned -3.
+        JobPendingChildren: the script returned -4.
         JobLockMismatch: the script returned -6.
     """
     _keys, _args = _move_to_finished_call(
@@ -1935,7 +1948,7 @@ async def move_to_finished_async(
     job_id: str,
     token: str,
     now: int,
-    outcome: str,
+    outcome: Literal["completed", "failed"],
     result: str,
     stacktrace: str,
     jitter: float,
@@ -1974,7 +1987,7 @@ def move_to_finished_pipeline(
     job_id: str,
     token: str,
     now: int,
-    outcome: str,
+    outcome: Literal["completed", "failed"],
     result: str,
     stacktrace: str,
     jitter: float,
@@ -2027,7 +2040,7 @@ _PAUSE = Script(
         name="pause",
         script_id="pause-5",
         num_keys=5,
-        sha1="4a05a64271fcf78256c969b358c8090fb98d0a9e",
+        sha1="259b9c963f04fe90ac20c9cb2d11eb317fed2b72",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -2054,11 +2067,11 @@ def pause_keys(
 def _pause_call(
     queue: str | None,
     keys: PauseKeys | None,
-    action: str,
+    action: Literal["pause", "resume"],
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "pause-5"
     _encoded: list[bytes] = [
-        runtime.string_arg(_script, "action", action),
+        runtime.enum_arg(_script, "action", action, ("pause", "resume")),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -2077,7 +2090,7 @@ def _pause_call(
 def pause(
     client: SyncClient,
     *,
-    action: str,
+    action: Literal["pause", "resume"],
     queue: str | None = None,
     keys: PauseKeys | None = None,
 ) -> int:
@@ -2088,7 +2101,7 @@ def pause(
     paused queue, or resuming a running one, changes nothing.
 
     Args:
-        action (string): "pause" or "resume"
+        action (enum(pause|resume)): what to do
 
     Returns:
         int: 1 when the queue's state changed, 0 when it already was so
@@ -2105,7 +2118,7 @@ def pause(
 async def pause_async(
     client: AsyncClient,
     *,
-    action: str,
+    action: Literal["pause", "resume"],
     queue: str | None = None,
     keys: PauseKeys | None = None,
 ) -> int:
@@ -2122,7 +2135,7 @@ async def pause_async(
 def pause_pipeline(
     pipe: PipelineClient,
     *,
-    action: str,
+    action: Literal["pause", "resume"],
     queue: str | None = None,
     keys: PauseKeys | None = None,
 ) -> Pending[int]:

@@ -1,5 +1,6 @@
 --- @include "prefix"
 --- @include "numbers"
+--- @include "jobId"
 
 -- Creates a job's hash, the part every add script shares. `args` holds the add scripts' common
 -- arguments: job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id,
@@ -8,11 +9,17 @@
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
-  numberArg(args.now, "now")
+  intArg(args.now, "now", 0)
+  -- Refused before anything is written: ids become key names.
+  if args.job_id ~= "" then
+    checkJobId(args.job_id, "job id")
+  end
+  if args.parent_id ~= "" then
+    checkJobId(args.parent_id, "parent id")
+  end
   -- An object, not an array: cjson reads both as tables, so the text says which it is.
   local ok, opts = pcall(cjson.decode, args.opts)
   if not ok or type(opts) ~= "table" or not string.match(args.opts, "^%s*{") then
-    -- Refused before anything is written.
     error("opts must be a JSON object")
   end
   if args.dedup_id ~= "" then

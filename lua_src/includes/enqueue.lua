@@ -1,4 +1,3 @@
---- @include "events"
 --- @include "marker"
 
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
@@ -7,22 +6,24 @@ local function priorityScore(priority, pcKey)
   return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
--- Puts a job that is ready to run where workers take it: prioritized when it has a priority,
--- else paused when the queue is paused, else wait (LPUSH: workers take from the other end).
--- Returns the state it went to.
-local function enqueueReady(queue, jobId, priority)
-  if priority > 0 then
-    redis.call("ZADD", queue.prioritized, priorityScore(priority, queue.pc), jobId)
-    if redis.call("HEXISTS", queue.meta, "paused") == 0 then
-      signalWork(queue.marker, 0)
-    end
-    return "prioritized"
-  end
-  if redis.call("HEXISTS", queue.meta, "paused") == 1 then
-    redis.call("LPUSH", queue.paused, jobId)
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
     return "paused"
   end
-  redis.call("LPUSH", queue.wait, jobId)
-  signalWork(queue.marker, 0)
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
   return "wait"
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
 end

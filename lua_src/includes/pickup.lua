@@ -1,60 +1,88 @@
 --- @include "enqueue"
+--- @include "events"
+--- @include "token"
+
+-- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
+--   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
+--   9 meta, 10 pc, 11 marker
+-- and the code below reads them from KEYS by position: a table of their names, built on every
+-- call, cost the server more than some of the calls it names (make bench).
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds.
+local function enqueueReadyJob(prefix, jobId, paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
+  end
+  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
+end
 
 -- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
 -- stays short however many are due).
-local function promoteDueJobs(queue, now)
-  local due = redis.call("ZRANGEBYSCORE", queue.delayed, "-inf", now, "LIMIT", 0, 1000)
+local function promoteDueJobs(prefix, now, paused)
+  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", 0, 1000)
   for _, jobId in ipairs(due) do
-    redis.call("ZREM", queue.delayed, jobId)
-    local priority = tonumber(redis.call("HGET", queue.prefix .. jobId, "priority")) or 0
-    local state = enqueueReady(queue, jobId, priority)
-    emitEvent(queue.events, queue.meta, state == "paused" and "paused" or "waiting", jobId,
+    redis.call("ZREM", KEYS[7], jobId)
+    local state = enqueueReadyJob(prefix, jobId, paused)
+    emitEvent(KEYS[4], KEYS[9], state == "paused" and "paused" or "waiting", jobId,
       "prev", "delayed")
   end
 end
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
--- respect the pause, the rate limiter (at most `limits.max` jobs per `limits.duration` ms) and
--- the concurrency cap, take the next job (wait first, else the best priority, FIFO within it),
--- lock it, make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {} and the
--- milliseconds until the limiter allows another job (0 when there is simply nothing to do).
-local function pickup(queue, token, lockDuration, now, limits)
-  local paused = redis.call("HEXISTS", queue.meta, "paused") == 1
-  promoteDueJobs(queue, now)
+-- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
+-- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
+-- it for `token`, record that the token holds it (`finished`: the job the same call finished
+-- first, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
+-- and the milliseconds until the limiter allows another job (0 when there is nothing to do now).
+local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+    paused, finished)
+  promoteDueJobs(prefix, now, paused)
   if paused then
     return { "", {}, 0 }
   end
-  if limits.max > 0 then
-    local taken = tonumber(redis.call("GET", queue.limiter)) or 0
-    if taken >= limits.max then
-      return { "", {}, math.max(redis.call("PTTL", queue.limiter), 0) }
+  if limitMax > 0 then
+    local taken = tonumber(redis.call("GET", KEYS[6])) or 0
+    if taken >= limitMax then
+      return { "", {}, math.max(redis.call("PTTL", KEYS[6]), 0) }
     end
   end
-  if limits.concurrency > 0 and redis.call("LLEN", queue.active) >= limits.concurrency then
+  if concurrency > 0 and redis.call("LLEN", KEYS[2]) >= concurrency then
     return { "", {}, 0 }
   end
   -- The oldest waiting job moves to the head of active in one step; the oldest active job is
   -- therefore at the tail, where the finishing scripts' LREM starts.
-  local jobId = redis.call("LMOVE", queue.wait, queue.active, "RIGHT", "LEFT")
+  local jobId = redis.call("LMOVE", KEYS[1], KEYS[2], "RIGHT", "LEFT")
   if not jobId then
-    local best = redis.call("ZPOPMIN", queue.prioritized)
-    jobId = best[1]
+    jobId = redis.call("ZPOPMIN", KEYS[3])[1]
     if jobId then
-      redis.call("LPUSH", queue.active, jobId)
+      redis.call("LPUSH", KEYS[2], jobId)
     end
   end
   if not jobId then
-    refreshMarker(queue.marker, queue.wait, queue.prioritized, queue.delayed, paused)
+    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
     return { "", {}, 0 }
   end
-  if limits.max > 0 and redis.call("INCR", queue.limiter) == 1 then
-    redis.call("PEXPIRE", queue.limiter, limits.duration)
+  if limitMax > 0 and redis.call("INCR", KEYS[6]) == 1 then
+    redis.call("PEXPIRE", KEYS[6], limitDuration)
   end
-  local jobKey = queue.prefix .. jobId
+  local jobKey = prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
-  redis.call("SREM", queue.stalled, jobId)
+  recordToken(prefix, token, jobId, finished, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
-  emitEvent(queue.events, queue.meta, "active", jobId, "prev", "waiting")
-  refreshMarker(queue.marker, queue.wait, queue.prioritized, queue.delayed, paused)
+  emitEvent(KEYS[4], KEYS[9], "active", jobId, "prev", "waiting")
+  refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
   return { jobId, redis.call("HGETALL", jobKey), 0 }
+end
+
+-- The pickup of a call that may be a re-sent one: the job the token holds already, with its
+-- fields, or else a new pickup.
+local function pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+    paused, finished)
+  local held = heldJob(prefix, token)
+  if held then
+    return { held, redis.call("HGETALL", prefix .. held), 0 }
+  end
+  return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused,
+    finished)
 end

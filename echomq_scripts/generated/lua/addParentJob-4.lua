@@ -5,13 +5,13 @@
 --- @key meta              `emq:{q}:meta`              the queue's meta hash
 --- @key id                `emq:{q}:id`                the counter of generated ids
 --- @key events            `emq:{q}:events`            the event stream
---- @arg job_id     string  a custom id, or "" to generate one
---- @arg name       string  the job's name
---- @arg data       string  the job's data, as JSON
---- @arg opts       string  the job's options, as JSON (attempts, backoff, removeOnComplete, ...)
---- @arg now        int     the caller's clock, in milliseconds
---- @arg dedup_id   string  a deduplication id, or ""
---- @arg parent_id  string  the id of a parent job in this queue, or ""
+--- @arg job_id     id?                 a custom id, or "" to generate one
+--- @arg name       string              the job's name
+--- @arg data       string              the job's data, as JSON
+--- @arg opts       string(json-object) the job's options (attempts, backoff, ...)
+--- @arg now        int(0..)            the caller's clock, in milliseconds
+--- @arg dedup_id   string              a deduplication id, or ""
+--- @arg parent_id  id?                 the id of a parent job in this queue, or ""
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 -- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
@@ -19,14 +19,56 @@
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
--- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
--- anything, so a caller's mistake never leaves a job half-moved.
-local function numberArg(value, name)
+-- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
+-- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
+-- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
+-- generated wrappers refuse the same values before sending them.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
   local number = tonumber(value)
-  if not number then
-    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
   end
   return number
+end
+
+-- A fraction argument: a number from 0 up to, not including, 1.
+local function fractionArg(value, name)
+  local number = tonumber(value)
+  if not number or not (number >= 0 and number < 1) then
+    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
+end
+-- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
+-- id becomes part of key names (emq:{q}:<id>, emq:{q}:<id>:lock, ...), so it may not hold ":"
+-- (job "7:lock" would be job 7's lock) or a brace (the key's hash tag stays the queue's), and it
+-- may not be the name of one of the queue's own keys (job "wait" would make emq:{q}:wait a hash).
+-- No reserved name holds a space, so a space ends the search's words.
+local RESERVED_JOB_IDS = " wait paused active delayed prioritized completed failed waiting-children stalled events meta id pc limiter marker metrics de token "
+
+-- Refuses a custom id that breaks the rule, naming it: `what` is "job id" or "parent id".
+local function checkJobId(jobId, what)
+  if string.find(jobId, "[{}:]") then
+    error(what .. " '" .. jobId .. "' contains '{', '}' or ':', which would make its keys another's")
+  end
+  if not string.find(jobId, " ", 1, true)
+      and string.find(RESERVED_JOB_IDS, " " .. jobId .. " ", 1, true) then
+    error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
+  end
 end
 
 -- Creates a job's hash, the part every add script shares. `args` holds the add scripts' common
@@ -36,11 +78,17 @@ end
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
-  numberArg(args.now, "now")
+  intArg(args.now, "now", 0)
+  -- Refused before anything is written: ids become key names.
+  if args.job_id ~= "" then
+    checkJobId(args.job_id, "job id")
+  end
+  if args.parent_id ~= "" then
+    checkJobId(args.parent_id, "parent id")
+  end
   -- An object, not an array: cjson reads both as tables, so the text says which it is.
   local ok, opts = pcall(cjson.decode, args.opts)
   if not ok or type(opts) ~= "table" or not string.match(args.opts, "^%s*{") then
-    -- Refused before anything is written.
     error("opts must be a JSON object")
   end
   if args.dedup_id ~= "" then

@@ -1,21 +1,72 @@
 --- Extends the lock of an active job while the caller still holds it: a worker's heartbeat.
---- The job also leaves the stalled set, so the next stalled check does not count it.
+--- The job also leaves the stalled set, so the next stalled check does not count it, and the
+--- token's record lives on as long as the lock.
 --- @key lock      `emq:{q}:<job_id>:lock`  the job's lock
 --- @key stalled   `emq:{q}:stalled`        the queue's stalled set
---- @arg token     string  the token the worker took the lock with
---- @arg duration  int     the lock's new time to live, in milliseconds
---- @arg job_id    string  the job's id
+--- @arg token     string(non-empty)  the token the worker took the lock with
+--- @arg duration  int(1..)           the lock's new time to live, in milliseconds
+--- @arg job_id    id                 the job's id
 --- @return int  1 when the lock was extended
 --- @error -2 JobLockNotExist
 --- @error -6 JobLockMismatch
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+-- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
+-- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
+-- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
+-- generated wrappers refuse the same values before sending them.
+local MAX_INTEGER = 9007199254740991
 
-local holder = redis.call("GET", KEYS[1])
-if not holder then
-  return -2
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
 end
-if holder ~= ARGV[1] then
-  return -6
+
+-- A fraction argument: a number from 0 up to, not including, 1.
+local function fractionArg(value, name)
+  local number = tonumber(value)
+  if not number or not (number >= 0 and number < 1) then
+    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
+  end
+  return number
 end
-redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
+end
+-- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
+-- lock is gone, -6 when another worker holds it).
+local function checkLock(lockKey, token)
+  local holder = redis.call("GET", lockKey)
+  if not holder then
+    return -2
+  end
+  if holder ~= token then
+    return -6
+  end
+  return 0
+end
+
+local token, duration = tokenArg(ARGV[1]), intArg(ARGV[2], "duration", 1)
+local lockState = checkLock(KEYS[1], token)
+if lockState ~= 0 then
+  return lockState
+end
+redis.call("SET", KEYS[1], token, "PX", duration)
+redis.call("PEXPIRE", queuePrefix(KEYS[2]) .. "token:" .. token, duration)
 redis.call("SREM", KEYS[2], ARGV[3])
 return 1

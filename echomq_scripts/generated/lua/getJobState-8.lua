@@ -7,7 +7,7 @@
 --- @key completed         `emq:{q}:completed`          the completed sorted set
 --- @key failed            `emq:{q}:failed`             the failed sorted set
 --- @key waiting_children  `emq:{q}:waiting-children`   the waiting-children sorted set
---- @arg job_id  string  the job's id
+--- @arg job_id  id  the job's id
 --- @return string  the state's name ("wait", ..., "waiting-children"), or "unknown"
 -- True when the list at `key` holds `value` (LPOS answers nil, seen in Lua as false, if not).
 local function listContains(key, value)

@@ -13,22 +13,47 @@
 --- @key meta     `emq:{q}:meta`     the queue's meta hash
 --- @key events   `emq:{q}:events`   the event stream
 --- @key marker   `emq:{q}:marker`   the marker idle workers block on
---- @arg max_stalled  int  how often a job may stall before it fails
---- @arg now          int  the caller's clock, in milliseconds
+--- @arg max_stalled  int(0..)  how often a job may stall before it fails
+--- @arg now          int(0..)  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
 -- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
 -- from it, so they carry the queue's hash tag and land on its Cluster slot.
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
--- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
--- anything, so a caller's mistake never leaves a job half-moved.
-local function numberArg(value, name)
+-- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
+-- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
+-- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
+-- generated wrappers refuse the same values before sending them.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
   local number = tonumber(value)
-  if not number then
-    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
   end
   return number
+end
+
+-- A fraction argument: a number from 0 up to, not including, 1.
+local function fractionArg(value, name)
+  local number = tonumber(value)
+  if not number or not (number >= 0 and number < 1) then
+    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
 end
 -- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
 -- script can read them before it writes anything. JSON null reads as absent.
@@ -45,8 +70,9 @@ local function jobOptions(raw)
   return decoded
 end
 -- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
--- finished, a number N keeps the newest N, { age = seconds, count = N } drops older jobs and
--- keeps at most N. Removed jobs lose their hash and their companion keys.
+-- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
+-- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
+-- their hash and their companion keys. Returns true when the job that just finished was removed.
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
   redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed")
@@ -54,17 +80,18 @@ end
 
 local function applyRetention(finishedKey, prefix, jobId, rule, now)
   if rule == nil or rule == false then
-    return
+    return false
   end
   local drop = {}
   if rule == true then
     drop = { jobId }
   elseif type(rule) == "number" or type(rule) == "table" then
-    -- Anything but a number counts as not given: a bad rule must not fail a finished job.
+    -- Anything but a number counts as not given: a bad rule must not fail a finished job. So
+    -- do a negative count (keep all) and a negative age.
     local keep = tonumber(type(rule) == "number" and rule or rule.count)
     local age = type(rule) == "table" and tonumber(rule.age) or nil
-    keep = keep and math.max(math.floor(keep), 0)
-    if age then
+    keep = keep and keep >= 0 and math.floor(keep) or nil
+    if age and age >= 0 then
       local old = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", now - age * 1000)
       for _, id in ipairs(old) do
         drop[#drop + 1] = id
@@ -77,10 +104,13 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
       end
     end
   end
+  local removedOwn = false
   for _, id in ipairs(drop) do
     redis.call("ZREM", finishedKey, id)
     removeJobKeys(prefix, id)
+    removedOwn = removedOwn or id == jobId
   end
+  return removedOwn
 end
 -- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
 -- unless another job holds it by now.
@@ -97,14 +127,22 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
 local function signalWork(markerKey, dueAt)
-  redis.call("ZADD", markerKey, "LT", dueAt, "next")
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
 end
 
--- Sets the marker from the queue's state after jobs left or arrived.
+-- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
+-- work remains, else the next delayed job's run-at, else no marker.
 local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
   if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
-    redis.call("ZADD", markerKey, 0, "next")
+    signalWork(markerKey, 0)
     return
   end
   local nextDelayed = redis.call("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
@@ -116,7 +154,7 @@ local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, pau
 end
 
 local prefix = queuePrefix(KEYS[1])
-local maxStalled, now = numberArg(ARGV[1], "max_stalled"), numberArg(ARGV[2], "now")
+local maxStalled, now = intArg(ARGV[1], "max_stalled", 0), intArg(ARGV[2], "now", 0)
 local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
 local recovered, failed = {}, {}
 for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do

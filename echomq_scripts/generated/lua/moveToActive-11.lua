@@ -1,55 +1,84 @@
 --- Picks the next job up and locks it: the pickup step of a worker.
 --- Promotes due delayed jobs first; then, unless the queue is paused, the rate limiter is spent
 --- or the concurrency cap is reached, takes the next job (wait first, else the best priority,
---- FIFO within a priority), locks it for the worker's token, and moves it to active.
+--- FIFO within a priority), locks it for the worker's token, and moves it to active. A token
+--- names one pickup: re-sent with a token that still holds its job, it answers that job again
+--- and takes no other.
 --- @key wait         `emq:{q}:wait`         the wait list
 --- @key active       `emq:{q}:active`       the active list
 --- @key prioritized  `emq:{q}:prioritized`  the prioritized set
 --- @key events       `emq:{q}:events`       the event stream
---- @key stalled      `emq:{q}:stalled`      the stalled set: a picked-up job leaves it
+--- @key stalled      (unused) `emq:{q}:stalled`  the stalled set: every path out of active clears a job's mark, so a job taken from wait or prioritized has none
 --- @key limiter      `emq:{q}:limiter`      the rate limiter's counter
 --- @key delayed      `emq:{q}:delayed`      the delayed set, scored by run-at
 --- @key paused       `emq:{q}:paused`       the paused list
 --- @key meta         `emq:{q}:meta`         the queue's meta hash
 --- @key pc           `emq:{q}:pc`           the counter that orders jobs of one priority
 --- @key marker       `emq:{q}:marker`       the marker idle workers block on
---- @arg token          string  the worker's lock token
---- @arg lock_duration  int     how long the lock lives without a heartbeat, in milliseconds
---- @arg now            int     the caller's clock, in milliseconds
---- @arg limit_max      int     at most this many jobs per limit_duration (0: no limit)
---- @arg limit_duration int     the rate limiter's window, in milliseconds
---- @arg concurrency    int     at most this many jobs active in the queue (0: no cap)
+--- @arg token          string(non-empty)  the worker's lock token, new for every pickup
+--- @arg lock_duration  int(1..)           how long the lock lives without a heartbeat, in milliseconds
+--- @arg now            int(0..)           the caller's clock, in milliseconds
+--- @arg limit_max      int(0..)           at most this many jobs per limit_duration (0: no limit)
+--- @arg limit_duration int(0..)           the rate limiter's window, in milliseconds
+--- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap)
 --- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the concurrency cap)
 -- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
 -- from it, so they carry the queue's hash tag and land on its Cluster slot.
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
--- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
--- anything, so a caller's mistake never leaves a job half-moved.
-local function numberArg(value, name)
+-- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
+-- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
+-- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
+-- generated wrappers refuse the same values before sending them.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
   local number = tonumber(value)
-  if not number then
-    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
   end
   return number
 end
--- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
-local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+
+-- A fraction argument: a number from 0 up to, not including, 1.
+local function fractionArg(value, name)
+  local number = tonumber(value)
+  if not number or not (number >= 0 and number < 1) then
+    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
 local function signalWork(markerKey, dueAt)
-  redis.call("ZADD", markerKey, "LT", dueAt, "next")
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
 end
 
--- Sets the marker from the queue's state after jobs left or arrived.
+-- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
+-- work remains, else the next delayed job's run-at, else no marker.
 local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
   if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
-    redis.call("ZADD", markerKey, 0, "next")
+    signalWork(markerKey, 0)
     return
   end
   local nextDelayed = redis.call("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
@@ -66,94 +95,180 @@ local function priorityScore(priority, pcKey)
   return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
--- Puts a job that is ready to run where workers take it: prioritized when it has a priority,
--- else paused when the queue is paused, else wait (LPUSH: workers take from the other end).
--- Returns the state it went to.
-local function enqueueReady(queue, jobId, priority)
-  if priority > 0 then
-    redis.call("ZADD", queue.prioritized, priorityScore(priority, queue.pc), jobId)
-    if redis.call("HEXISTS", queue.meta, "paused") == 0 then
-      signalWork(queue.marker, 0)
-    end
-    return "prioritized"
-  end
-  if redis.call("HEXISTS", queue.meta, "paused") == 1 then
-    redis.call("LPUSH", queue.paused, jobId)
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
     return "paused"
   end
-  redis.call("LPUSH", queue.wait, jobId)
-  signalWork(queue.marker, 0)
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
   return "wait"
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
+end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
+-- with fetch_next hands its token on to the job it picks next. The token's record,
+-- emq:{q}:token:<token>, names the job the token holds: "<job>", or "<job>:<finished>" when the
+-- pickup came with the finish of <finished>. It is set with the lock, for as long, and extendLock
+-- renews both, so a call that a client re-sends after losing the reply can be told from a new one.
+-- Job ids hold no ":", so the record splits at its first one.
+
+local function recordToken(prefix, token, jobId, finished, ttl)
+  local record = finished and (jobId .. ":" .. finished) or jobId
+  redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
+end
+
+-- The token's record as (the job it holds or held last, the job finished before it or ""), or
+-- nil when the token has no record.
+local function tokenRecord(prefix, token)
+  local record = redis.call("GET", prefix .. "token:" .. token)
+  if not record then
+    return nil
+  end
+  return string.match(record, "^([^:]*):?(.*)$")
+end
+
+-- The job `token` holds now: the one its record names, while that job's lock holds the token.
+local function heldJob(prefix, token)
+  local held = tokenRecord(prefix, token)
+  if held and redis.call("GET", prefix .. held .. ":lock") == token then
+    return held
+  end
+  return nil
+end
+
+-- Where a finishing call that landed earlier sent the job, when this token made it: the answer
+-- to the same call re-sent. The job's "fin" field ("<where it went>:<token>") says so while the
+-- job exists. A job that retention removed is answered from the token's record, which still
+-- names it: only this token's finish can have moved it out of active while the record lives
+-- (stalled recovery needs the lock gone, and the record ends with the lock). `outcome` is the
+-- re-sent call's own: a removed job went where the call sent it (a retried job is never removed).
+local function landedFinish(prefix, jobId, token, outcome)
+  local fin = redis.call("HGET", prefix .. jobId, "fin")
+  if fin then
+    local went, by = string.match(fin, "^([^:]*):(.*)$")
+    if by == token then
+      return went
+    end
+    return nil
+  end
+  if redis.call("EXISTS", prefix .. jobId) == 1 then
+    return nil
+  end
+  local held, finished = tokenRecord(prefix, token)
+  if held == jobId or finished == jobId then
+    return outcome
+  end
+  return nil
+end
+
+-- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
+--   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
+--   9 meta, 10 pc, 11 marker
+-- and the code below reads them from KEYS by position: a table of their names, built on every
+-- call, cost the server more than some of the calls it names (make bench).
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds.
+local function enqueueReadyJob(prefix, jobId, paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
+  end
+  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
 end
 
 -- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
 -- stays short however many are due).
-local function promoteDueJobs(queue, now)
-  local due = redis.call("ZRANGEBYSCORE", queue.delayed, "-inf", now, "LIMIT", 0, 1000)
+local function promoteDueJobs(prefix, now, paused)
+  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", 0, 1000)
   for _, jobId in ipairs(due) do
-    redis.call("ZREM", queue.delayed, jobId)
-    local priority = tonumber(redis.call("HGET", queue.prefix .. jobId, "priority")) or 0
-    local state = enqueueReady(queue, jobId, priority)
-    emitEvent(queue.events, queue.meta, state == "paused" and "paused" or "waiting", jobId,
+    redis.call("ZREM", KEYS[7], jobId)
+    local state = enqueueReadyJob(prefix, jobId, paused)
+    emitEvent(KEYS[4], KEYS[9], state == "paused" and "paused" or "waiting", jobId,
       "prev", "delayed")
   end
 end
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
--- respect the pause, the rate limiter (at most `limits.max` jobs per `limits.duration` ms) and
--- the concurrency cap, take the next job (wait first, else the best priority, FIFO within it),
--- lock it, make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {} and the
--- milliseconds until the limiter allows another job (0 when there is simply nothing to do).
-local function pickup(queue, token, lockDuration, now, limits)
-  local paused = redis.call("HEXISTS", queue.meta, "paused") == 1
-  promoteDueJobs(queue, now)
+-- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
+-- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
+-- it for `token`, record that the token holds it (`finished`: the job the same call finished
+-- first, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
+-- and the milliseconds until the limiter allows another job (0 when there is nothing to do now).
+local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+    paused, finished)
+  promoteDueJobs(prefix, now, paused)
   if paused then
     return { "", {}, 0 }
   end
-  if limits.max > 0 then
-    local taken = tonumber(redis.call("GET", queue.limiter)) or 0
-    if taken >= limits.max then
-      return { "", {}, math.max(redis.call("PTTL", queue.limiter), 0) }
+  if limitMax > 0 then
+    local taken = tonumber(redis.call("GET", KEYS[6])) or 0
+    if taken >= limitMax then
+      return { "", {}, math.max(redis.call("PTTL", KEYS[6]), 0) }
     end
   end
-  if limits.concurrency > 0 and redis.call("LLEN", queue.active) >= limits.concurrency then
+  if concurrency > 0 and redis.call("LLEN", KEYS[2]) >= concurrency then
     return { "", {}, 0 }
   end
   -- The oldest waiting job moves to the head of active in one step; the oldest active job is
   -- therefore at the tail, where the finishing scripts' LREM starts.
-  local jobId = redis.call("LMOVE", queue.wait, queue.active, "RIGHT", "LEFT")
+  local jobId = redis.call("LMOVE", KEYS[1], KEYS[2], "RIGHT", "LEFT")
   if not jobId then
-    local best = redis.call("ZPOPMIN", queue.prioritized)
-    jobId = best[1]
+    jobId = redis.call("ZPOPMIN", KEYS[3])[1]
     if jobId then
-      redis.call("LPUSH", queue.active, jobId)
+      redis.call("LPUSH", KEYS[2], jobId)
     end
   end
   if not jobId then
-    refreshMarker(queue.marker, queue.wait, queue.prioritized, queue.delayed, paused)
+    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
     return { "", {}, 0 }
   end
-  if limits.max > 0 and redis.call("INCR", queue.limiter) == 1 then
-    redis.call("PEXPIRE", queue.limiter, limits.duration)
+  if limitMax > 0 and redis.call("INCR", KEYS[6]) == 1 then
+    redis.call("PEXPIRE", KEYS[6], limitDuration)
   end
-  local jobKey = queue.prefix .. jobId
+  local jobKey = prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
-  redis.call("SREM", queue.stalled, jobId)
+  recordToken(prefix, token, jobId, finished, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
-  emitEvent(queue.events, queue.meta, "active", jobId, "prev", "waiting")
-  refreshMarker(queue.marker, queue.wait, queue.prioritized, queue.delayed, paused)
+  emitEvent(KEYS[4], KEYS[9], "active", jobId, "prev", "waiting")
+  refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
 
-local queue = {
-  wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
-  stalled = KEYS[5], limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8],
-  meta = KEYS[9], pc = KEYS[10], marker = KEYS[11], prefix = queuePrefix(KEYS[1]),
-}
-local limits = {
-  max = numberArg(ARGV[4], "limit_max"),
-  duration = numberArg(ARGV[5], "limit_duration"),
-  concurrency = numberArg(ARGV[6], "concurrency"),
-}
-local lockDuration, now = numberArg(ARGV[2], "lock_duration"), numberArg(ARGV[3], "now")
-return pickup(queue, ARGV[1], lockDuration, now, limits)
+-- The pickup of a call that may be a re-sent one: the job the token holds already, with its
+-- fields, or else a new pickup.
+local function pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+    paused, finished)
+  local held = heldJob(prefix, token)
+  if held then
+    return { held, redis.call("HGETALL", prefix .. held), 0 }
+  end
+  return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused,
+    finished)
+end
+
+local token = tokenArg(ARGV[1])
+local lockDuration, now = intArg(ARGV[2], "lock_duration", 1), intArg(ARGV[3], "now", 0)
+local limitMax = intArg(ARGV[4], "limit_max", 0)
+local limitDuration = intArg(ARGV[5], "limit_duration", 0)
+local concurrency = intArg(ARGV[6], "concurrency", 0)
+local prefix = queuePrefix(KEYS[1])
+local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
+return pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused,
+  nil)

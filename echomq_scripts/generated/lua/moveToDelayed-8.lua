@@ -1,5 +1,6 @@
 --- Retries an active job later: back to delayed after a backoff of base * 2^(attempt - 1), plus
---- the jitter the caller drew. The lock is released and the attempts made go up by one.
+--- the jitter the caller drew. The lock is released and the attempts made go up by one. Re-sent
+--- after it landed, the call answers the same delay again.
 --- @key active   `emq:{q}:active`           the active list
 --- @key delayed  `emq:{q}:delayed`          the delayed set, scored by run-at
 --- @key events   `emq:{q}:events`           the event stream
@@ -8,24 +9,49 @@
 --- @key marker   `emq:{q}:marker`           the marker idle workers block on
 --- @key job      `emq:{q}:<job_id>`         the job's hash
 --- @key lock     `emq:{q}:<job_id>:lock`    the job's lock
---- @arg job_id  string  the job's id
---- @arg token   string  the worker's lock token
---- @arg now     int     the caller's clock, in milliseconds
---- @arg base    int     the first retry's delay, in milliseconds
---- @arg jitter  number  a fraction in [0, 1) of the delay to add (0: none)
+--- @arg job_id  id                 the job's id
+--- @arg token   string(non-empty)  the worker's lock token
+--- @arg now     int(0..)           the caller's clock, in milliseconds
+--- @arg base    int(0..)           the first retry's delay, in milliseconds
+--- @arg jitter  number(0..<1)      a fraction of the delay to add (0: none)
 --- @return int  the delay, in milliseconds
 --- @error -1 JobNotExist
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
--- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
--- anything, so a caller's mistake never leaves a job half-moved.
-local function numberArg(value, name)
+-- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
+-- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
+-- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
+-- generated wrappers refuse the same values before sending them.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
   local number = tonumber(value)
-  if not number then
-    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
   end
   return number
+end
+
+-- A fraction argument: a number from 0 up to, not including, 1.
+local function fractionArg(value, name)
+  local number = tonumber(value)
+  if not number or not (number >= 0 and number < 1) then
+    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
 end
 -- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
 -- lock is gone, -6 when another worker holds it).
@@ -53,14 +79,22 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
 local function signalWork(markerKey, dueAt)
-  redis.call("ZADD", markerKey, "LT", dueAt, "next")
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
 end
 
--- Sets the marker from the queue's state after jobs left or arrived.
+-- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
+-- work remains, else the next delayed job's run-at, else no marker.
 local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
   if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
-    redis.call("ZADD", markerKey, 0, "next")
+    signalWork(markerKey, 0)
     return
   end
   local nextDelayed = redis.call("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
@@ -71,10 +105,15 @@ local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, pau
   end
 end
 
-local jobId, now = ARGV[1], numberArg(ARGV[3], "now")
-local base, jitter = numberArg(ARGV[4], "base"), numberArg(ARGV[5], "jitter")
-local lockState = checkLock(KEYS[8], ARGV[2])
+local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), intArg(ARGV[3], "now", 0)
+local base, jitter = intArg(ARGV[4], "base", 0), fractionArg(ARGV[5], "jitter")
+local lockState = checkLock(KEYS[8], token)
 if lockState ~= 0 then
+  -- Re-sent after it landed: the job's "fin" names this token, and its delay is the answer.
+  local fin, delay = unpack(redis.call("HMGET", KEYS[7], "fin", "delay"))
+  if fin == "delayed:" .. token then
+    return tonumber(delay)
+  end
   return lockState
 end
 if redis.call("EXISTS", KEYS[7]) == 0 then
@@ -87,7 +126,7 @@ redis.call("DEL", KEYS[8])
 redis.call("SREM", KEYS[4], jobId)
 local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", 1)
 local delay = backoffDelay(base, attemptsMade, jitter)
-redis.call("HSET", KEYS[7], "delay", delay)
+redis.call("HSET", KEYS[7], "delay", delay, "fin", "delayed:" .. token)
 redis.call("ZADD", KEYS[2], now + delay, jobId)
 signalWork(KEYS[6], now + delay)
 emitEvent(KEYS[3], KEYS[5], "delayed", jobId, "delay", delay, "prev", "active")

@@ -1,10 +1,12 @@
 --- Completes or fails an active job, and optionally picks the next one up in the same call.
---- Verifies the lock token first, then that the job exists and is active. A completion stores the
---- return value; a failure stores the reason and stack trace and, while attempts are left, goes
---- to delayed with a backoff instead of to failed. A finished job is scored by its finish time,
---- counted in the metrics, kept or removed by removeOnComplete / removeOnFail, and releases its
---- deduplication id. A completed child that was its parent's last pending one moves the parent
---- out of waiting-children; a child that fails for good leaves its parent waiting.
+--- Verifies the lock token first, then that the job exists, has no pending children (to complete)
+--- and is active. A completion stores the return value; a failure stores the reason and stack
+--- trace and, while attempts are left, goes to delayed with a backoff instead of to failed. A
+--- finished job is scored by its finish time, counted in the metrics, kept or removed by
+--- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child that was
+--- its parent's last pending one moves the parent out of waiting-children; a child that fails for
+--- good leaves its parent waiting. Re-sent after it landed, the call answers where the job went
+--- and, with fetch_next, the job the token holds.
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key active            `emq:{q}:active`            the active list
 --- @key prioritized       `emq:{q}:prioritized`       the prioritized set
@@ -19,36 +21,62 @@
 --- @key finished          `emq:{q}:<outcome>`         the completed or the failed set
 --- @key metrics           `emq:{q}:metrics:<outcome>` the count of completed or of failed jobs
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
---- @arg job_id          string  the job's id
---- @arg token           string  the worker's lock token
---- @arg now             int     the caller's clock, in milliseconds
---- @arg outcome         string  "completed" or "failed"
---- @arg result          string  the return value (JSON) or the failure reason
---- @arg stacktrace      string  the failure's stack trace, or ""
---- @arg jitter          number  a fraction in [0, 1) of the retry delay to add (0: none)
---- @arg fetch_next      bool    pick the next job up for the same worker
---- @arg lock_duration   int     the next job's lock time to live, in milliseconds
---- @arg limit_max       int     at most this many jobs per limit_duration (0: no limit)
---- @arg limit_duration  int     the rate limiter's window, in milliseconds
---- @arg concurrency     int     at most this many jobs active in the queue (0: no cap)
+--- @arg job_id          id                      the job's id
+--- @arg token           string(non-empty)       the worker's lock token
+--- @arg now             int(0..)                the caller's clock, in milliseconds
+--- @arg outcome         enum(completed|failed)  how the job ended
+--- @arg result          string                  the return value (JSON) or the failure reason
+--- @arg stacktrace      string                  the failure's stack trace, or ""
+--- @arg jitter          number(0..<1)           a fraction of the retry delay to add (0: none)
+--- @arg fetch_next      bool                    pick the next job up for the same token
+--- @arg lock_duration   int(1..)                the next job's lock time to live, in milliseconds
+--- @arg limit_max       int(0..)                at most this many jobs per limit_duration (0: no limit)
+--- @arg limit_duration  int(0..)                the rate limiter's window, in milliseconds
+--- @arg concurrency     int(0..)                at most this many jobs active in the queue (0: no cap)
 --- @return tuple[string, string, hash, int]  where the job went ("completed", "failed" or "delayed"), then the next job as moveToActive answers it
 --- @error -1 JobNotExist
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
+--- @error -4 JobPendingChildren
 --- @error -6 JobLockMismatch
 -- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
 -- from it, so they carry the queue's hash tag and land on its Cluster slot.
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
--- A numeric argument, or a Lua error naming it: scripts read their numbers before they write
--- anything, so a caller's mistake never leaves a job half-moved.
-local function numberArg(value, name)
+-- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
+-- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
+-- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
+-- generated wrappers refuse the same values before sending them.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
   local number = tonumber(value)
-  if not number then
-    error(name .. " must be a number, got '" .. tostring(value) .. "'")
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
   end
   return number
+end
+
+-- A fraction argument: a number from 0 up to, not including, 1.
+local function fractionArg(value, name)
+  local number = tonumber(value)
+  if not number or not (number >= 0 and number < 1) then
+    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
 end
 -- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
 -- script can read them before it writes anything. JSON null reads as absent.
@@ -83,8 +111,9 @@ local function backoffDelay(base, attempt, jitter)
   return math.floor(delay + delay * jitter)
 end
 -- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
--- finished, a number N keeps the newest N, { age = seconds, count = N } drops older jobs and
--- keeps at most N. Removed jobs lose their hash and their companion keys.
+-- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
+-- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
+-- their hash and their companion keys. Returns true when the job that just finished was removed.
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
   redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed")
@@ -92,17 +121,18 @@ end
 
 local function applyRetention(finishedKey, prefix, jobId, rule, now)
   if rule == nil or rule == false then
-    return
+    return false
   end
   local drop = {}
   if rule == true then
     drop = { jobId }
   elseif type(rule) == "number" or type(rule) == "table" then
-    -- Anything but a number counts as not given: a bad rule must not fail a finished job.
+    -- Anything but a number counts as not given: a bad rule must not fail a finished job. So
+    -- do a negative count (keep all) and a negative age.
     local keep = tonumber(type(rule) == "number" and rule or rule.count)
     local age = type(rule) == "table" and tonumber(rule.age) or nil
-    keep = keep and math.max(math.floor(keep), 0)
-    if age then
+    keep = keep and keep >= 0 and math.floor(keep) or nil
+    if age and age >= 0 then
       local old = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", now - age * 1000)
       for _, id in ipairs(old) do
         drop[#drop + 1] = id
@@ -115,10 +145,13 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
       end
     end
   end
+  local removedOwn = false
   for _, id in ipairs(drop) do
     redis.call("ZREM", finishedKey, id)
     removeJobKeys(prefix, id)
+    removedOwn = removedOwn or id == jobId
   end
+  return removedOwn
 end
 -- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
 -- unless another job holds it by now.
@@ -127,22 +160,24 @@ local function releaseDedupId(prefix, jobId, dedupId)
     redis.call("DEL", prefix .. "de:" .. dedupId)
   end
 end
--- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
-local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
-end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
 local function signalWork(markerKey, dueAt)
-  redis.call("ZADD", markerKey, "LT", dueAt, "next")
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
 end
 
--- Sets the marker from the queue's state after jobs left or arrived.
+-- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
+-- work remains, else the next delayed job's run-at, else no marker.
 local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
   if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
-    redis.call("ZADD", markerKey, 0, "next")
+    signalWork(markerKey, 0)
     return
   end
   local nextDelayed = redis.call("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
@@ -159,167 +194,283 @@ local function priorityScore(priority, pcKey)
   return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
--- Puts a job that is ready to run where workers take it: prioritized when it has a priority,
--- else paused when the queue is paused, else wait (LPUSH: workers take from the other end).
--- Returns the state it went to.
-local function enqueueReady(queue, jobId, priority)
-  if priority > 0 then
-    redis.call("ZADD", queue.prioritized, priorityScore(priority, queue.pc), jobId)
-    if redis.call("HEXISTS", queue.meta, "paused") == 0 then
-      signalWork(queue.marker, 0)
-    end
-    return "prioritized"
-  end
-  if redis.call("HEXISTS", queue.meta, "paused") == 1 then
-    redis.call("LPUSH", queue.paused, jobId)
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
     return "paused"
   end
-  redis.call("LPUSH", queue.wait, jobId)
-  signalWork(queue.marker, 0)
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
   return "wait"
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
+end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
+-- with fetch_next hands its token on to the job it picks next. The token's record,
+-- emq:{q}:token:<token>, names the job the token holds: "<job>", or "<job>:<finished>" when the
+-- pickup came with the finish of <finished>. It is set with the lock, for as long, and extendLock
+-- renews both, so a call that a client re-sends after losing the reply can be told from a new one.
+-- Job ids hold no ":", so the record splits at its first one.
+
+local function recordToken(prefix, token, jobId, finished, ttl)
+  local record = finished and (jobId .. ":" .. finished) or jobId
+  redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
+end
+
+-- The token's record as (the job it holds or held last, the job finished before it or ""), or
+-- nil when the token has no record.
+local function tokenRecord(prefix, token)
+  local record = redis.call("GET", prefix .. "token:" .. token)
+  if not record then
+    return nil
+  end
+  return string.match(record, "^([^:]*):?(.*)$")
+end
+
+-- The job `token` holds now: the one its record names, while that job's lock holds the token.
+local function heldJob(prefix, token)
+  local held = tokenRecord(prefix, token)
+  if held and redis.call("GET", prefix .. held .. ":lock") == token then
+    return held
+  end
+  return nil
+end
+
+-- Where a finishing call that landed earlier sent the job, when this token made it: the answer
+-- to the same call re-sent. The job's "fin" field ("<where it went>:<token>") says so while the
+-- job exists. A job that retention removed is answered from the token's record, which still
+-- names it: only this token's finish can have moved it out of active while the record lives
+-- (stalled recovery needs the lock gone, and the record ends with the lock). `outcome` is the
+-- re-sent call's own: a removed job went where the call sent it (a retried job is never removed).
+local function landedFinish(prefix, jobId, token, outcome)
+  local fin = redis.call("HGET", prefix .. jobId, "fin")
+  if fin then
+    local went, by = string.match(fin, "^([^:]*):(.*)$")
+    if by == token then
+      return went
+    end
+    return nil
+  end
+  if redis.call("EXISTS", prefix .. jobId) == 1 then
+    return nil
+  end
+  local held, finished = tokenRecord(prefix, token)
+  if held == jobId or finished == jobId then
+    return outcome
+  end
+  return nil
+end
+
+-- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
+--   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
+--   9 meta, 10 pc, 11 marker
+-- and the code below reads them from KEYS by position: a table of their names, built on every
+-- call, cost the server more than some of the calls it names (make bench).
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds.
+local function enqueueReadyJob(prefix, jobId, paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
+  end
+  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
 end
 
 -- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
 -- stays short however many are due).
-local function promoteDueJobs(queue, now)
-  local due = redis.call("ZRANGEBYSCORE", queue.delayed, "-inf", now, "LIMIT", 0, 1000)
+local function promoteDueJobs(prefix, now, paused)
+  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", 0, 1000)
   for _, jobId in ipairs(due) do
-    redis.call("ZREM", queue.delayed, jobId)
-    local priority = tonumber(redis.call("HGET", queue.prefix .. jobId, "priority")) or 0
-    local state = enqueueReady(queue, jobId, priority)
-    emitEvent(queue.events, queue.meta, state == "paused" and "paused" or "waiting", jobId,
+    redis.call("ZREM", KEYS[7], jobId)
+    local state = enqueueReadyJob(prefix, jobId, paused)
+    emitEvent(KEYS[4], KEYS[9], state == "paused" and "paused" or "waiting", jobId,
       "prev", "delayed")
   end
 end
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
--- respect the pause, the rate limiter (at most `limits.max` jobs per `limits.duration` ms) and
--- the concurrency cap, take the next job (wait first, else the best priority, FIFO within it),
--- lock it, make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {} and the
--- milliseconds until the limiter allows another job (0 when there is simply nothing to do).
-local function pickup(queue, token, lockDuration, now, limits)
-  local paused = redis.call("HEXISTS", queue.meta, "paused") == 1
-  promoteDueJobs(queue, now)
+-- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
+-- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
+-- it for `token`, record that the token holds it (`finished`: the job the same call finished
+-- first, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
+-- and the milliseconds until the limiter allows another job (0 when there is nothing to do now).
+local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+    paused, finished)
+  promoteDueJobs(prefix, now, paused)
   if paused then
     return { "", {}, 0 }
   end
-  if limits.max > 0 then
-    local taken = tonumber(redis.call("GET", queue.limiter)) or 0
-    if taken >= limits.max then
-      return { "", {}, math.max(redis.call("PTTL", queue.limiter), 0) }
+  if limitMax > 0 then
+    local taken = tonumber(redis.call("GET", KEYS[6])) or 0
+    if taken >= limitMax then
+      return { "", {}, math.max(redis.call("PTTL", KEYS[6]), 0) }
     end
   end
-  if limits.concurrency > 0 and redis.call("LLEN", queue.active) >= limits.concurrency then
+  if concurrency > 0 and redis.call("LLEN", KEYS[2]) >= concurrency then
     return { "", {}, 0 }
   end
   -- The oldest waiting job moves to the head of active in one step; the oldest active job is
   -- therefore at the tail, where the finishing scripts' LREM starts.
-  local jobId = redis.call("LMOVE", queue.wait, queue.active, "RIGHT", "LEFT")
+  local jobId = redis.call("LMOVE", KEYS[1], KEYS[2], "RIGHT", "LEFT")
   if not jobId then
-    local best = redis.call("ZPOPMIN", queue.prioritized)
-    jobId = best[1]
+    jobId = redis.call("ZPOPMIN", KEYS[3])[1]
     if jobId then
-      redis.call("LPUSH", queue.active, jobId)
+      redis.call("LPUSH", KEYS[2], jobId)
     end
   end
   if not jobId then
-    refreshMarker(queue.marker, queue.wait, queue.prioritized, queue.delayed, paused)
+    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
     return { "", {}, 0 }
   end
-  if limits.max > 0 and redis.call("INCR", queue.limiter) == 1 then
-    redis.call("PEXPIRE", queue.limiter, limits.duration)
+  if limitMax > 0 and redis.call("INCR", KEYS[6]) == 1 then
+    redis.call("PEXPIRE", KEYS[6], limitDuration)
   end
-  local jobKey = queue.prefix .. jobId
+  local jobKey = prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
-  redis.call("SREM", queue.stalled, jobId)
+  recordToken(prefix, token, jobId, finished, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
-  emitEvent(queue.events, queue.meta, "active", jobId, "prev", "waiting")
-  refreshMarker(queue.marker, queue.wait, queue.prioritized, queue.delayed, paused)
+  emitEvent(KEYS[4], KEYS[9], "active", jobId, "prev", "waiting")
+  refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
 
-local queue = {
-  wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
-  stalled = KEYS[5], limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8],
-  meta = KEYS[9], pc = KEYS[10], marker = KEYS[11], prefix = queuePrefix(KEYS[1]),
-}
-local jobId, token, now, outcome = ARGV[1], ARGV[2], numberArg(ARGV[3], "now"), ARGV[4]
-local jitter = numberArg(ARGV[7], "jitter")
-local limits = {
-  max = numberArg(ARGV[10], "limit_max"),
-  duration = numberArg(ARGV[11], "limit_duration"),
-  concurrency = numberArg(ARGV[12], "concurrency"),
-}
-local lockDuration = numberArg(ARGV[9], "lock_duration")
-local jobKey = queue.prefix .. jobId
+-- The pickup of a call that may be a re-sent one: the job the token holds already, with its
+-- fields, or else a new pickup.
+local function pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+    paused, finished)
+  local held = heldJob(prefix, token)
+  if held then
+    return { held, redis.call("HGETALL", prefix .. held), 0 }
+  end
+  return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused,
+    finished)
+end
+
+local outcome = ARGV[4]
 if outcome ~= "completed" and outcome ~= "failed" then
   return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
 end
+local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), intArg(ARGV[3], "now", 0)
+local jitter = fractionArg(ARGV[7], "jitter")
+local fetchNext = ARGV[8] == "1"
+local lockDuration = intArg(ARGV[9], "lock_duration", 1)
+local limitMax = intArg(ARGV[10], "limit_max", 0)
+local limitDuration = intArg(ARGV[11], "limit_duration", 0)
+local concurrency = intArg(ARGV[12], "concurrency", 0)
+local prefix = queuePrefix(KEYS[1])
+local jobKey = prefix .. jobId
 
 local lockState = checkLock(jobKey .. ":lock", token)
 if lockState ~= 0 then
-  return lockState
+  -- No lock for this token: a new call fails, a re-sent one answers what the first call did.
+  local went = landedFinish(prefix, jobId, token, outcome)
+  if not went then
+    return lockState
+  end
+  local nextJob = { "", {}, 0 }
+  if fetchNext then
+    local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
+    nextJob = pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+      paused, jobId)
+  end
+  return { went, nextJob[1], nextJob[2], nextJob[3] }
 end
-if redis.call("EXISTS", jobKey) == 0 then
+-- Read before anything is written: a failure past this point would leave the job nowhere. Every
+-- job hash has "atm", so none means no job.
+local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm")
+if not stored[4] then
   return -1
 end
--- Read before anything is written: a failure past this point would leave the job nowhere.
-local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm")
+if outcome == "completed" and redis.call("SCARD", jobKey .. ":dependencies") > 0 then
+  return -4
+end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
 local attemptsMade = (tonumber(stored[4]) or 0) + 1
-if redis.call("LREM", queue.active, -1, jobId) == 0 then
+if redis.call("LREM", KEYS[2], -1, jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
-redis.call("SREM", queue.stalled, jobId)
+redis.call("SREM", KEYS[5], jobId)
+local paused = nil
+local function isPaused()
+  if paused == nil then
+    paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
+  end
+  return paused
+end
 
-local state = outcome
-
+-- A completed child: its value goes to the parent, and the last pending one releases it. A
+-- parent that retention removed has no :dependencies any more, so SREM finds nothing to do.
 local function releaseParent()
-  if not parentKey then
+  if not parentKey or redis.call("SREM", parentKey .. ":dependencies", jobKey) == 0 then
     return
   end
-  redis.call("SREM", parentKey .. ":dependencies", jobKey)
   redis.call("HSET", parentKey .. ":processed", jobKey, ARGV[5])
-  local parentId = string.sub(parentKey, #queue.prefix + 1)
+  local parentId = string.sub(parentKey, #prefix + 1)
   if redis.call("SCARD", parentKey .. ":dependencies") == 0
     and redis.call("ZREM", KEYS[14], parentId) == 1 then
-    local priority = tonumber(redis.call("HGET", parentKey, "priority")) or 0
-    enqueueReady(queue, parentId, priority)
-    emitEvent(queue.events, queue.meta, "waiting", parentId, "prev", "waiting-children")
+    enqueueReadyJob(prefix, parentId, isPaused())
+    emitEvent(KEYS[4], KEYS[9], "waiting", parentId, "prev", "waiting-children")
   end
 end
 
+local went = outcome
+local retryAt = nil
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
   redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace", ARGV[6],
-    "delay", delay)
-  redis.call("ZADD", queue.delayed, now + delay, jobId)
-  signalWork(queue.marker, now + delay)
-  emitEvent(queue.events, queue.meta, "delayed", jobId, "delay", delay, "prev", "active")
-  state = "delayed"
+    "delay", delay, "fin", "delayed:" .. token)
+  went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", now)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", now,
+      "fin", "completed:" .. token)
     releaseParent()
   else
     redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
-      ARGV[6], "finishedOn", now)
+      ARGV[6], "finishedOn", now, "fin", "failed:" .. token)
   end
   redis.call("ZADD", KEYS[12], now, jobId)
   redis.call("INCR", KEYS[13])
-  releaseDedupId(queue.prefix, jobId, dedupId)
-  emitEvent(queue.events, queue.meta, outcome, jobId, "prev", "active")
+  releaseDedupId(prefix, jobId, dedupId)
+  emitEvent(KEYS[4], KEYS[9], outcome, jobId, "prev", "active")
   local rule = opts.removeOnFail
   if outcome == "completed" then
     rule = opts.removeOnComplete
   end
-  applyRetention(KEYS[12], queue.prefix, jobId, rule, now)
+  if applyRetention(KEYS[12], prefix, jobId, rule, now) then
+    -- The job and its "fin" are gone: the token's record, which names it, answers a re-send.
+    redis.call("PEXPIRE", prefix .. "token:" .. token, lockDuration)
+  end
 end
 local nextJob = { "", {}, 0 }
-if ARGV[8] == "1" then
-  nextJob = pickup(queue, token, lockDuration, now, limits)
+if fetchNext then
+  nextJob = pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+    isPaused(), jobId)
 end
-return { state, nextJob[1], nextJob[2], nextJob[3] }
+if retryAt then
+  -- After the pickup, so the token never takes back the job it just retried: a finish of it
+  -- re-sent could not be told from a new one.
+  redis.call("ZADD", KEYS[7], retryAt, jobId)
+  signalWork(KEYS[11], retryAt)
+  emitEvent(KEYS[4], KEYS[9], "delayed", jobId, "delay", retryAt - now, "prev", "active")
+end
+return { went, nextJob[1], nextJob[2], nextJob[3] }
