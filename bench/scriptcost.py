@@ -299,6 +299,10 @@ class EchoCycle:
         self.client = redis.Redis(host="127.0.0.1", port=port)
         self.queue = queue
         self.token = token
+        # A token names one pickup (docs/protocol.md, re-sent calls): each pickup draws a new one,
+        # as a worker does, and a fetch-next pickup keeps the finishing call's.
+        self.pickups = 0
+        self.tokens: dict[str, str] = {}
         self.client.hset(f"emq:{{{queue}}}:meta", "max-events", MAX_EVENTS)
 
     def add(self, data: dict[str, Any]) -> str:
@@ -316,24 +320,29 @@ class EchoCycle:
         return job_id
 
     def move_to_active(self) -> str | None:
+        self.pickups += 1
+        token = f"{self.token}:{self.pickups}"
         job_id, _fields, _wait = emq.move_to_active(
             self.client,
             queue=self.queue,
-            token=self.token,
+            token=token,
             lock_duration=LOCK_MS,
             now=now_ms(),
             limit_max=0,
             limit_duration=0,
             concurrency=0,
         )
+        if job_id:
+            self.tokens[job_id] = token
         return job_id or None
 
     def finish(self, job: str, fetch_next: bool) -> str | None:
+        token = self.tokens.pop(job)
         _where, next_id, _fields, _wait = emq.move_to_finished(
             self.client,
             queue=self.queue,
             job_id=job,
-            token=self.token,
+            token=token,
             now=now_ms(),
             outcome="completed",
             result=json.dumps("ok"),
@@ -345,6 +354,8 @@ class EchoCycle:
             limit_duration=0,
             concurrency=0,
         )
+        if next_id:
+            self.tokens[next_id] = token
         return next_id or None
 
     def completed(self) -> int:

@@ -22,7 +22,7 @@ if jobId == -5 then
   return -5
 end
 if added then
-  redis.call("ZADD", KEYS[1], tonumber(ARGV[5]), jobId)
+  redis.call("ZADD", KEYS[1], ARGV[5], jobId)
   emitEvent(KEYS[4], KEYS[2], "waiting-children", jobId)
 end
 return { jobId, added and 1 or 0 }

@@ -30,12 +30,12 @@ local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
 local recovered, failed = {}, {}
 for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do
   local jobKey = prefix .. jobId
-  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", KEYS[3], -1, jobId) == 1 then
-    local stalledCount = redis.call("HINCRBY", jobKey, "stc", 1)
+  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", KEYS[3], "-1", jobId) == 1 then
+    local stalledCount = redis.call("HINCRBY", jobKey, "stc", "1")
     if stalledCount > maxStalled then
       redis.call("HSET", jobKey, "failedReason", "job stalled more than allowable limit",
-        "finishedOn", now)
-      redis.call("ZADD", KEYS[4], now, jobId)
+        "finishedOn", ARGV[2])
+      redis.call("ZADD", KEYS[4], ARGV[2], jobId)
       redis.call("INCR", prefix .. "metrics:failed")
       releaseDedupId(prefix, jobId, redis.call("HGET", jobKey, "deid"))
       emitEvent(KEYS[7], KEYS[6], "failed", jobId, "prev", "active", "reason", "stalled")
@@ -50,7 +50,7 @@ for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do
 end
 -- Mark every job active now; a heartbeat (extendLock) or a finish clears the mark.
 redis.call("DEL", KEYS[1])
-local active = redis.call("LRANGE", KEYS[3], 0, -1)
+local active = redis.call("LRANGE", KEYS[3], "0", "-1")
 if #active > 0 then
   redis.call("SADD", KEYS[1], unpack(active))
 end

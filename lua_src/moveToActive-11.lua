@@ -27,7 +27,9 @@
 --- @include "includes/pickup"
 
 local token = tokenArg(ARGV[1])
-local lockDuration, now = intArg(ARGV[2], "lock_duration", 1), intArg(ARGV[3], "now", 0)
+local lockDuration = intArg(ARGV[2], "lock_duration", 1)
+intArg(ARGV[3], "now", 0)
+local now = ARGV[3] -- as the caller sent it: Redis reads it (see includes/pickup.lua)
 local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
 local concurrency = intArg(ARGV[6], "concurrency", 0)

@@ -39,12 +39,12 @@ end
 if redis.call("EXISTS", KEYS[7]) == 0 then
   return -1
 end
-if redis.call("LREM", KEYS[1], -1, jobId) == 0 then
+if redis.call("LREM", KEYS[1], "-1", jobId) == 0 then
   return -3
 end
 redis.call("DEL", KEYS[8])
 redis.call("SREM", KEYS[4], jobId)
-local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", 1)
+local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", "1")
 local delay = backoffDelay(base, attemptsMade, jitter)
 redis.call("HSET", KEYS[7], "delay", delay, "fin", "delayed:" .. token)
 redis.call("ZADD", KEYS[2], now + delay, jobId)

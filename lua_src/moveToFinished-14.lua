@@ -52,7 +52,9 @@ local outcome = ARGV[4]
 if outcome ~= "completed" and outcome ~= "failed" then
   return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
 end
+-- `now` is a number for sums; Redis gets the caller's text (nowText), which spares a conversion.
 local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), intArg(ARGV[3], "now", 0)
+local nowText = ARGV[3]
 local jitter = fractionArg(ARGV[7], "jitter")
 local fetchNext = ARGV[8] == "1"
 local lockDuration = intArg(ARGV[9], "lock_duration", 1)
@@ -72,7 +74,7 @@ if lockState ~= 0 then
   local nextJob = { "", {}, 0 }
   if fetchNext then
     local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-    nextJob = pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+    nextJob = pickupOnce(prefix, token, lockDuration, nowText, limitMax, limitDuration, concurrency,
       paused, jobId)
   end
   return { went, nextJob[1], nextJob[2], nextJob[3] }
@@ -89,7 +91,7 @@ end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
 local attemptsMade = (tonumber(stored[4]) or 0) + 1
-if redis.call("LREM", KEYS[2], -1, jobId) == 0 then
+if redis.call("LREM", KEYS[2], "-1", jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
@@ -127,14 +129,14 @@ if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", now,
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", nowText,
       "fin", "completed:" .. token)
     releaseParent()
   else
     redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
-      ARGV[6], "finishedOn", now, "fin", "failed:" .. token)
+      ARGV[6], "finishedOn", nowText, "fin", "failed:" .. token)
   end
-  redis.call("ZADD", KEYS[12], now, jobId)
+  redis.call("ZADD", KEYS[12], nowText, jobId)
   redis.call("INCR", KEYS[13])
   releaseDedupId(prefix, jobId, dedupId)
   emitEvent(KEYS[4], KEYS[9], outcome, jobId, "prev", "active")
@@ -149,7 +151,7 @@ else
 end
 local nextJob = { "", {}, 0 }
 if fetchNext then
-  nextJob = pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
+  nextJob = pickup(prefix, token, lockDuration, nowText, limitMax, limitDuration, concurrency,
     isPaused(), jobId)
 end
 if retryAt then

@@ -26,12 +26,12 @@ end
 while redis.call("RPOPLPUSH", from, to) do
 end
 if pausing then
-  redis.call("HSET", KEYS[3], "paused", 1)
+  redis.call("HSET", KEYS[3], "paused", "1")
   redis.call("DEL", KEYS[5])
 else
   redis.call("HDEL", KEYS[3], "paused")
   -- Wake the workers: prioritized jobs, or delayed ones that fell due, may be waiting too.
-  redis.call("ZADD", KEYS[5], 0, "next")
+  redis.call("ZADD", KEYS[5], "0", "next")
 end
 emitEvent(KEYS[4], KEYS[3], pausing and "paused" or "resumed", "")
 return 1

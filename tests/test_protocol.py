@@ -948,11 +948,21 @@ def test_events_stay_within_max_events_and_one_stream_node(q: Queue) -> None:
     q.take_id()
     q.complete("j1", now=NOW + 1, fetch_next=True)
     events = q.events()
-    assert 5 <= len(events) < 5 + node
+    assert 5 <= len(events) < 5 + node + 1
     assert [(e["event"], e["jobId"]) for e in events[-2:]] == [
         ("completed", "j1"),
         ("active", "j2"),
     ]
+    # A pickup's `active` event is appended untrimmed: the stream grows by one per pickup until
+    # the next trimming append.
+    for index in range(3, 3 + node):
+        q.add(f"j{index}")
+    before = len(q.events())
+    picked = [q.take_id() for _ in range(node)]
+    assert len(q.events()) == before + node
+    assert [e["jobId"] for e in q.events()[-node:]] == picked
+    q.complete(picked[0])
+    assert 5 <= len(q.events()) < 5 + node
 
 
 def test_fetch_next_picks_the_next_job_in_the_same_call(q: Queue) -> None:

@@ -40,7 +40,7 @@ local function addJob(idKey, args, extraFields)
   local jobKey = prefix .. jobId
   local fields = {
     "name", args.name, "data", args.data, "opts", args.opts,
-    "timestamp", args.now, "atm", 0, "stc", 0,
+    "timestamp", args.now, "atm", "0", "stc", "0",
   }
   if args.parent_id ~= "" then
     local parentKey = prefix .. args.parent_id

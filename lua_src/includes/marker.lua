@@ -18,7 +18,7 @@ local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, pau
     signalWork(markerKey, 0)
     return
   end
-  local nextDelayed = redis.call("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
+  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
   if nextDelayed[2] then
     redis.call("ZADD", markerKey, nextDelayed[2], "next")
   else

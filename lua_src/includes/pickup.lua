@@ -6,7 +6,9 @@
 --   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
 --   9 meta, 10 pc, 11 marker
 -- and the code below reads them from KEYS by position: a table of their names, built on every
--- call, cost the server more than some of the calls it names (make bench).
+-- call, cost the server more than some of the calls it names (make bench). `now` is the caller's
+-- clock as it sent it: Redis reads it, and a Lua number handed to redis.call costs a conversion
+-- to text (Redis 7.0 prints it with "%.17g"), so numbers go as text where they can.
 
 -- Puts a job that became ready where workers take it, by the priority its hash holds.
 local function enqueueReadyJob(prefix, jobId, paused)
@@ -20,7 +22,7 @@ end
 -- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
 -- stays short however many are due).
 local function promoteDueJobs(prefix, now, paused)
-  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", 0, 1000)
+  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", "0", "1000")
   for _, jobId in ipairs(due) do
     redis.call("ZREM", KEYS[7], jobId)
     local state = enqueueReadyJob(prefix, jobId, paused)
@@ -70,7 +72,7 @@ local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration,
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
   recordToken(prefix, token, jobId, finished, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
-  emitEvent(KEYS[4], KEYS[9], "active", jobId, "prev", "waiting")
+  emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
   refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
