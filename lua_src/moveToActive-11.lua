@@ -34,6 +34,10 @@ local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
 local concurrency = intArg(ARGV[6], "concurrency", 0)
 local prefix = queuePrefix(KEYS[1])
+-- Re-sent with a token that still holds its job: that job again, and nothing else.
+local held = heldJob(prefix, token)
+if held then
+  return { held, redis.call("HGETALL", prefix .. held), 0 }
+end
 local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-return pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused,
-  nil)
+return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused, nil)

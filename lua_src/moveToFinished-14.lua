@@ -6,7 +6,7 @@
 --- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child that was
 --- its parent's last pending one moves the parent out of waiting-children; a child that fails for
 --- good leaves its parent waiting. Re-sent after it landed, the call answers where the job went
---- and, with fetch_next, the job the token holds.
+--- and, with fetch_next, the job the first call picked (the one the token holds), if any.
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key active            `emq:{q}:active`            the active list
 --- @key prioritized       `emq:{q}:prioritized`       the prioritized set
@@ -48,6 +48,31 @@
 --- @include "includes/dedup"
 --- @include "includes/pickup"
 
+-- Where a finishing call that landed earlier sent the job, when this token made it: the answer
+-- to the same call re-sent. The job's "fin" field ("<where it went>:<token>") says so while the
+-- job exists. A job that retention removed is answered from the token's record, which still
+-- names it: only this token's finish can have moved it out of active while the record lives
+-- (stalled recovery needs the lock gone, and the record ends with the lock). `outcome` is the
+-- re-sent call's own: a removed job went where the call sent it (a retried job is never removed).
+local function landedFinish(prefix, jobId, token, outcome)
+  local fin = redis.call("HGET", prefix .. jobId, "fin")
+  if fin then
+    local went, by = string.match(fin, "^([^:]*):(.*)$")
+    if by == token then
+      return went
+    end
+    return nil
+  end
+  if redis.call("EXISTS", prefix .. jobId) == 1 then
+    return nil
+  end
+  local held, finished = tokenRecord(prefix, token)
+  if held == jobId or finished == jobId then
+    return outcome
+  end
+  return nil
+end
+
 local outcome = ARGV[4]
 if outcome ~= "completed" and outcome ~= "failed" then
   return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
@@ -71,13 +96,13 @@ if lockState ~= 0 then
   if not went then
     return lockState
   end
-  local nextJob = { "", {}, 0 }
-  if fetchNext then
-    local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-    nextJob = pickupOnce(prefix, token, lockDuration, nowText, limitMax, limitDuration, concurrency,
-      paused, jobId)
+  -- The first call's pickup, if it took a job: the token holds it. No new pickup: it could take
+  -- back the job the first call retried, and the first call's reply had none.
+  local held = fetchNext and heldJob(prefix, token)
+  if held then
+    return { went, held, redis.call("HGETALL", prefix .. held), 0 }
   end
-  return { went, nextJob[1], nextJob[2], nextJob[3] }
+  return { went, "", {}, 0 }
 end
 -- Read before anything is written: a failure past this point would leave the job nowhere. Every
 -- job hash has "atm", so none means no job.

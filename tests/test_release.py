@@ -236,7 +236,7 @@ def test_verify_checks_every_primary_of_a_cluster(
 def two_releases(tmp_path: Path) -> Iterator[tuple[ModuleType, ModuleType]]:
     """Wrappers of two releases whose pickup and heartbeat scripts differ in body."""
     edits = {
-        "moveToActive-11.lua": ("return pickupOnce(", "-- release two\nreturn pickupOnce("),
+        "moveToActive-11.lua": ("return pickup(", "-- release two\nreturn pickup("),
         "extendLock-2.lua": ("return 1\n", "return 1 -- release two\n"),
     }
     one = release(tmp_path, "one", "1.0.0", package="emq_release_one")

@@ -1381,7 +1381,7 @@ _MOVE_TO_ACTIVE = Script(
         name="moveToActive",
         script_id="moveToActive-11",
         num_keys=11,
-        sha1="2a7ffbffe5a1fe257653a67eda8fd098a642022b",
+        sha1="af4ee91dc154a947fdb4ab0000ee505cdb01f630",
         returns="tuple[string, hash, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1776,7 +1776,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="fbf3505c7b01c795d60b883445438d2cb6392a43",
+        sha1="146aecc56f61d8ab1b9198ccb4268df8c64baa96",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6),
         package="echomq_scripts.generated",
@@ -1895,7 +1895,7 @@ def move_to_finished(
     deduplication id. A completed child that was its parent's last pending one moves the
     parent out of waiting-children; a child that fails for good leaves its parent waiting.
     Re-sent after it landed, the call answers where the job went and, with fetch_next, the
-    job the token holds.
+    job the first call picked (the one the token holds), if any.
 
     Args:
         job_id (id): the job's id

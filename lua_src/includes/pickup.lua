@@ -76,15 +76,3 @@ local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration,
   refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
-
--- The pickup of a call that may be a re-sent one: the job the token holds already, with its
--- fields, or else a new pickup.
-local function pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
-    paused, finished)
-  local held = heldJob(prefix, token)
-  if held then
-    return { held, redis.call("HGETALL", prefix .. held), 0 }
-  end
-  return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused,
-    finished)
-end

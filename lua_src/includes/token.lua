@@ -28,28 +28,3 @@ local function heldJob(prefix, token)
   end
   return nil
 end
-
--- Where a finishing call that landed earlier sent the job, when this token made it: the answer
--- to the same call re-sent. The job's "fin" field ("<where it went>:<token>") says so while the
--- job exists. A job that retention removed is answered from the token's record, which still
--- names it: only this token's finish can have moved it out of active while the record lives
--- (stalled recovery needs the lock gone, and the record ends with the lock). `outcome` is the
--- re-sent call's own: a removed job went where the call sent it (a retried job is never removed).
-local function landedFinish(prefix, jobId, token, outcome)
-  local fin = redis.call("HGET", prefix .. jobId, "fin")
-  if fin then
-    local went, by = string.match(fin, "^([^:]*):(.*)$")
-    if by == token then
-      return went
-    end
-    return nil
-  end
-  if redis.call("EXISTS", prefix .. jobId) == 1 then
-    return nil
-  end
-  local held, finished = tokenRecord(prefix, token)
-  if held == jobId or finished == jobId then
-    return outcome
-  end
-  return nil
-end

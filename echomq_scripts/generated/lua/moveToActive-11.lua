@@ -160,31 +160,6 @@ local function heldJob(prefix, token)
   return nil
 end
 
--- Where a finishing call that landed earlier sent the job, when this token made it: the answer
--- to the same call re-sent. The job's "fin" field ("<where it went>:<token>") says so while the
--- job exists. A job that retention removed is answered from the token's record, which still
--- names it: only this token's finish can have moved it out of active while the record lives
--- (stalled recovery needs the lock gone, and the record ends with the lock). `outcome` is the
--- re-sent call's own: a removed job went where the call sent it (a retried job is never removed).
-local function landedFinish(prefix, jobId, token, outcome)
-  local fin = redis.call("HGET", prefix .. jobId, "fin")
-  if fin then
-    local went, by = string.match(fin, "^([^:]*):(.*)$")
-    if by == token then
-      return went
-    end
-    return nil
-  end
-  if redis.call("EXISTS", prefix .. jobId) == 1 then
-    return nil
-  end
-  local held, finished = tokenRecord(prefix, token)
-  if held == jobId or finished == jobId then
-    return outcome
-  end
-  return nil
-end
-
 -- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
 --   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
 --   9 meta, 10 pc, 11 marker
@@ -260,18 +235,6 @@ local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration,
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
 
--- The pickup of a call that may be a re-sent one: the job the token holds already, with its
--- fields, or else a new pickup.
-local function pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
-    paused, finished)
-  local held = heldJob(prefix, token)
-  if held then
-    return { held, redis.call("HGETALL", prefix .. held), 0 }
-  end
-  return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused,
-    finished)
-end
-
 local token = tokenArg(ARGV[1])
 local lockDuration = intArg(ARGV[2], "lock_duration", 1)
 intArg(ARGV[3], "now", 0)
@@ -280,6 +243,10 @@ local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
 local concurrency = intArg(ARGV[6], "concurrency", 0)
 local prefix = queuePrefix(KEYS[1])
+-- Re-sent with a token that still holds its job: that job again, and nothing else.
+local held = heldJob(prefix, token)
+if held then
+  return { held, redis.call("HGETALL", prefix .. held), 0 }
+end
 local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-return pickupOnce(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused,
-  nil)
+return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused, nil)

@@ -1,0 +1,482 @@
+"""A plain Python model of one EchoMQ queue: what docs/protocol.md says every script does.
+
+The model-based test (tests/test_model.py) runs each script against a real Redis and the same
+step against this model, then compares every reply and the whole queue. The model knows nothing
+of Lua or Redis: lists are Python lists with the head (Redis's left end) at index 0, sorted sets
+are dicts of scores, and each method follows the steps of one script in docs/protocol.md. A
+script that changes is changed here in the same commit, and a new script gets its method here.
+
+Time is the model's own clock in milliseconds (the scripts take `now` from their arguments).
+Lock lifetimes are the server's: the model never lets a lock expire by itself; a test step that
+wants one gone deletes the lock and its token's record together, as their shared expiry would.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+Event = tuple[str, ...]
+"""An event as the stream holds it: event, jobId, then field and value pairs, all text."""
+
+
+def keep_rule(rule: object) -> tuple[bool, int | None, float | None]:
+    """A retention rule read as the scripts read it (includes/retention.lua): (remove the job
+    itself, keep the newest N or None, drop older than `age` seconds or None)."""
+    if rule is None or rule is False:
+        return False, None, None
+    if rule is True:
+        return True, None, None
+    count: object = rule if isinstance(rule, int | float) else None
+    age: object = None
+    if isinstance(rule, dict):
+        count, age = rule.get("count"), rule.get("age")
+    keep = (
+        math.floor(count)
+        if isinstance(count, int | float) and not isinstance(count, bool) and count >= 0
+        else None
+    )
+    seconds = (
+        float(age)
+        if isinstance(age, int | float) and not isinstance(age, bool) and age >= 0
+        else None
+    )
+    return False, keep, seconds
+
+
+@dataclass
+class Job:
+    """One job hash and where it is."""
+
+    id: str
+    name: str
+    opts: dict[str, Any]
+    timestamp: int
+    state: str = ""
+    atm: int = 0
+    stc: int = 0
+    delay: int | None = None  # the hash's "delay" field
+    priority: int = 0
+    parent: str | None = None  # the parent's id
+    dedup: str | None = None
+    processed_on: int | None = None
+    finished_on: int | None = None
+    returnvalue: str | None = None
+    failed_reason: str | None = None
+    fin: str | None = None  # "<went>:<token>"
+    lock: str | None = None  # the token that holds the job's lock
+    pending: set[str] = field(default_factory=set)  # a parent's pending children, by id
+    processed: dict[str, str] = field(default_factory=dict)  # child id -> its return value
+
+
+@dataclass
+class QueueModel:
+    """One queue, as the eight state keys and the queue-wide keys hold it."""
+
+    name: str
+    jobs: dict[str, Job] = field(default_factory=dict)
+    wait: list[str] = field(default_factory=list)
+    paused_list: list[str] = field(default_factory=list)
+    active: list[str] = field(default_factory=list)
+    delayed: dict[str, int] = field(default_factory=dict)  # run-at
+    prioritized: dict[str, tuple[int, int]] = field(default_factory=dict)  # (priority, counter)
+    completed: dict[str, int] = field(default_factory=dict)  # finished-at
+    failed: dict[str, int] = field(default_factory=dict)
+    waiting_children: dict[str, int] = field(default_factory=dict)  # added-at
+    stalled: set[str] = field(default_factory=set)
+    paused: bool = False
+    id_counter: int = 0
+    pc: int = 0
+    dedup: dict[str, str] = field(default_factory=dict)
+    tokens: dict[str, tuple[str, str]] = field(default_factory=dict)  # (held, finished or "")
+    events: list[Event] = field(default_factory=list)
+    metrics: dict[str, int] = field(default_factory=lambda: {"completed": 0, "failed": 0})
+
+    # -- reading --------------------------------------------------------------------------
+
+    def states(self) -> dict[str, str]:
+        return {job.id: job.state for job in self.jobs.values()}
+
+    def counts(self) -> list[int]:
+        return [
+            len(self.wait),
+            len(self.paused_list),
+            len(self.active),
+            len(self.delayed),
+            len(self.prioritized),
+            len(self.completed),
+            len(self.failed),
+            len(self.waiting_children),
+        ]
+
+    def prioritized_order(self) -> list[str]:
+        return sorted(self.prioritized, key=lambda j: self.prioritized[j])
+
+    def held_job(self, token: str) -> str | None:
+        record = self.tokens.get(token)
+        if record is not None and record[0] in self.jobs and self.jobs[record[0]].lock == token:
+            return record[0]
+        return None
+
+    # -- shared steps ---------------------------------------------------------------------
+
+    def _emit(self, event: str, job_id: str, *fields: object) -> None:
+        self.events.append((event, job_id, *(str(f) for f in fields)))
+
+    def _set_state(self, job_id: str, state: str) -> None:
+        self.jobs[job_id].state = state
+
+    def _push_ready(self, job_id: str) -> str:
+        """includes/enqueue.lua pushReady: the head of wait, or of paused while paused."""
+        if self.paused:
+            self.paused_list.insert(0, job_id)
+            self._set_state(job_id, "paused")
+            return "paused"
+        self.wait.insert(0, job_id)
+        self._set_state(job_id, "wait")
+        return "wait"
+
+    def _push_prioritized(self, job_id: str, priority: int) -> str:
+        self.pc += 1
+        self.prioritized[job_id] = (priority, self.pc % 2**32)
+        self._set_state(job_id, "prioritized")
+        return "prioritized"
+
+    def _enqueue_ready_job(self, job_id: str) -> str:
+        priority = self.jobs[job_id].priority
+        if priority > 0:
+            return self._push_prioritized(job_id, priority)
+        return self._push_ready(job_id)
+
+    def _new_id(self) -> str:
+        while True:
+            self.id_counter += 1
+            if str(self.id_counter) not in self.jobs:
+                return str(self.id_counter)
+
+    # -- the add scripts ------------------------------------------------------------------
+
+    def _add(
+        self,
+        job_id: str,
+        name: str,
+        opts: dict[str, Any],
+        now: int,
+        dedup_id: str,
+        parent_id: str,
+    ) -> tuple[str, bool] | int:
+        """includes/addJob.lua: the new job's id and True; a holder's id and False; or -5."""
+        if dedup_id and dedup_id in self.dedup:
+            return self.dedup[dedup_id], False
+        if job_id == "":
+            job_id = self._new_id()
+        elif job_id in self.jobs:
+            return job_id, False
+        if parent_id and parent_id not in self.jobs:
+            return -5
+        job = Job(job_id, name, opts, now)
+        if parent_id:
+            self.jobs[parent_id].pending.add(job_id)
+            job.parent = parent_id
+        if dedup_id:
+            self.dedup[dedup_id] = job_id
+            job.dedup = dedup_id
+        self.jobs[job_id] = job
+        return job_id, True
+
+    def add_standard(self, **a: Any) -> tuple[str, int] | int:
+        added = self._add(**a)
+        if isinstance(added, int):
+            return added
+        job_id, new = added
+        if new:
+            state = self._push_ready(job_id)
+            self._emit("paused" if state == "paused" else "waiting", job_id, "name", a["name"])
+        return job_id, int(new)
+
+    def add_delayed(self, delay: int, **a: Any) -> tuple[str, int] | int:
+        added = self._add(**a)
+        if isinstance(added, int):
+            return added
+        job_id, new = added
+        if new:
+            job = self.jobs[job_id]
+            job.delay = delay
+            self.delayed[job_id] = a["now"] + delay
+            job.state = "delayed"
+            self._emit("delayed", job_id, "delay", delay, "runAt", a["now"] + delay)
+        return job_id, int(new)
+
+    def add_prioritized(self, priority: int, **a: Any) -> tuple[str, int] | int:
+        added = self._add(**a)
+        if isinstance(added, int):
+            return added
+        job_id, new = added
+        if new:
+            self.jobs[job_id].priority = priority
+            self._push_prioritized(job_id, priority)
+            self._emit("prioritized", job_id, "priority", priority)
+        return job_id, int(new)
+
+    def add_parent(self, **a: Any) -> tuple[str, int] | int:
+        added = self._add(**a)
+        if isinstance(added, int):
+            return added
+        job_id, new = added
+        if new:
+            self.waiting_children[job_id] = a["now"]
+            self.jobs[job_id].state = "waiting-children"
+            self._emit("waiting-children", job_id)
+        return job_id, int(new)
+
+    # -- pickup ---------------------------------------------------------------------------
+
+    def _promote_due(self, now: int) -> None:
+        due = sorted((run_at, job_id) for job_id, run_at in self.delayed.items() if run_at <= now)
+        for _, job_id in due[:1000]:
+            del self.delayed[job_id]
+            state = self._enqueue_ready_job(job_id)
+            self._emit("paused" if state == "paused" else "waiting", job_id, "prev", "delayed")
+
+    def _pickup(
+        self, token: str, now: int, concurrency: int, finished: str | None
+    ) -> tuple[str, dict[str, str] | None, int]:
+        """includes/pickup.lua pickup: the job taken (its hash is read from Redis by the test,
+        None here) or ""."""
+        self._promote_due(now)
+        if self.paused:
+            return "", {}, 0
+        if concurrency > 0 and len(self.active) >= concurrency:
+            return "", {}, 0
+        if self.wait:
+            job_id = self.wait.pop()
+        elif self.prioritized:
+            job_id = self.prioritized_order()[0]
+            del self.prioritized[job_id]
+        else:
+            return "", {}, 0
+        self.active.insert(0, job_id)
+        job = self.jobs[job_id]
+        job.state, job.lock, job.processed_on = "active", token, now
+        self.tokens[token] = (job_id, finished or "")
+        self._emit("active", job_id, "prev", "waiting")
+        return job_id, None, 0
+
+    def move_to_active(
+        self, token: str, now: int, concurrency: int = 0
+    ) -> tuple[str, dict[str, str] | None, int]:
+        """moveToActive-11: the job the token holds (a re-sent pickup), or a new pickup."""
+        held = self.held_job(token)
+        if held is not None:
+            return held, None, 0
+        return self._pickup(token, now, concurrency, None)
+
+    # -- the lock holder's scripts --------------------------------------------------------
+
+    def _lock_code(self, job_id: str, token: str) -> int:
+        job = self.jobs.get(job_id)
+        holder = job.lock if job is not None else None
+        if holder is None:
+            return -2
+        return 0 if holder == token else -6
+
+    def _landed(self, job_id: str, token: str, outcome: str) -> str | None:
+        job = self.jobs.get(job_id)
+        if job is not None:
+            if job.fin is not None and job.fin.split(":", 1)[1] == token:
+                return job.fin.split(":", 1)[0]
+            return None
+        record = self.tokens.get(token)
+        if record is not None and job_id in record:
+            return outcome
+        return None
+
+    def extend_lock(self, job_id: str, token: str) -> int:
+        code = self._lock_code(job_id, token)
+        if code:
+            return code
+        self.stalled.discard(job_id)
+        return 1
+
+    def _take_off_active(self, job_id: str) -> None:
+        index = len(self.active) - 1 - self.active[::-1].index(job_id)
+        del self.active[index]
+        self.stalled.discard(job_id)
+        self.jobs[job_id].lock = None
+
+    def _retention(self, finished: dict[str, int], job_id: str, rule: object, now: int) -> bool:
+        own, keep, age = keep_rule(rule)
+        drop: list[str] = [job_id] if own else []
+        if age is not None:
+            drop += [j for j in finished if finished[j] <= now - age * 1000]
+        if keep is not None:
+            ordered = sorted(finished, key=lambda j: (finished[j], j.encode()))
+            drop += ordered[: max(len(ordered) - keep, 0)]
+        for gone in dict.fromkeys(drop):
+            del finished[gone]
+            del self.jobs[gone]
+        return job_id in drop
+
+    def _release_parent(self, child: Job, value: str) -> None:
+        parent = self.jobs.get(child.parent) if child.parent is not None else None
+        if parent is None or child.id not in parent.pending:
+            return
+        parent.pending.discard(child.id)
+        parent.processed[child.id] = value
+        if not parent.pending and parent.id in self.waiting_children:
+            del self.waiting_children[parent.id]
+            self._enqueue_ready_job(parent.id)
+            self._emit("waiting", parent.id, "prev", "waiting-children")
+
+    def move_to_finished(
+        self,
+        job_id: str,
+        token: str,
+        now: int,
+        outcome: str,
+        result: str,
+        jitter: float,
+        fetch_next: bool,
+        concurrency: int = 0,
+    ) -> tuple[str, str, dict[str, str] | None, int] | int:
+        code = self._lock_code(job_id, token)
+        if code:
+            went = self._landed(job_id, token, outcome)
+            if went is None:
+                return code
+            held = self.held_job(token) if fetch_next else None
+            return (went, held, None, 0) if held is not None else (went, "", {}, 0)
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        if outcome == "completed" and job.pending:
+            return -4
+        if job_id not in self.active:
+            return -3
+        self._take_off_active(job_id)
+        job.atm += 1
+        attempts = job.opts.get("attempts")
+        attempts = attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 1
+        retry_at = None
+        if outcome == "failed" and job.atm < attempts:
+            backoff = job.opts.get("backoff")
+            base = backoff.get("delay", 0) if isinstance(backoff, dict) else 0
+            d = base * 2 ** (job.atm - 1)
+            job.delay = math.floor(d + d * jitter)
+            job.failed_reason, job.fin = result, f"delayed:{token}"
+            went, retry_at = "delayed", now + job.delay
+            job.state = "delayed (in flight)"
+        else:
+            went = outcome
+            job.finished_on, job.fin = now, f"{outcome}:{token}"
+            if outcome == "completed":
+                job.returnvalue = result
+                self._release_parent(job, result)
+                finished = self.completed
+            else:
+                job.failed_reason = result
+                finished = self.failed
+            finished[job_id] = now
+            job.state = outcome
+            self.metrics[outcome] += 1
+            if job.dedup is not None and self.dedup.get(job.dedup) == job_id:
+                del self.dedup[job.dedup]
+            self._emit(outcome, job_id, "prev", "active")
+            rule = job.opts.get("removeOnComplete" if outcome == "completed" else "removeOnFail")
+            self._retention(finished, job_id, rule, now)
+        picked: tuple[str, dict[str, str] | None, int] = ("", {}, 0)
+        if fetch_next:
+            picked = self._pickup(token, now, concurrency, job_id)
+        if retry_at is not None:
+            self.delayed[job_id] = retry_at
+            job.state = "delayed"
+            self._emit("delayed", job_id, "delay", job.delay, "prev", "active")
+        return (went, *picked)
+
+    def move_to_delayed(self, job_id: str, token: str, now: int, base: int, jitter: float) -> int:
+        code = self._lock_code(job_id, token)
+        job = self.jobs.get(job_id)
+        if code:
+            if job is not None and job.fin == f"delayed:{token}" and job.delay is not None:
+                return job.delay
+            return code
+        if job is None:
+            return -1
+        if job_id not in self.active:
+            return -3
+        self._take_off_active(job_id)
+        job.atm += 1
+        d = base * 2 ** (job.atm - 1)
+        job.delay = math.floor(d + d * jitter)
+        job.fin = f"delayed:{token}"
+        self.delayed[job_id] = now + job.delay
+        job.state = "delayed"
+        self._emit("delayed", job_id, "delay", job.delay, "prev", "active")
+        return job.delay
+
+    # -- queue-wide scripts ---------------------------------------------------------------
+
+    def move_stalled_jobs_to_wait(
+        self, max_stalled: int, now: int, order: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """The stalled check. Redis walks the stalled set in its own order: `order` is the
+        order the script reported (recovered and failed ids together), which the model checks
+        against the set it expects, and then follows."""
+        stalled = [j for j in order if j in self.stalled]
+        expected = {j for j in self.stalled if self.jobs[j].lock is None and j in self.active}
+        assert set(stalled) == expected, f"stalled jobs {sorted(order)} != {sorted(expected)}"
+        recovered, failed = [], []
+        for job_id in stalled:
+            job = self.jobs[job_id]
+            self.active.remove(job_id)
+            job.stc += 1
+            if job.stc > max_stalled:
+                job.failed_reason, job.finished_on = "job stalled more than allowable limit", now
+                self.failed[job_id] = now
+                job.state = "failed"
+                self.metrics["failed"] += 1
+                if job.dedup is not None and self.dedup.get(job.dedup) == job_id:
+                    del self.dedup[job.dedup]
+                self._emit("failed", job_id, "prev", "active", "reason", "stalled")
+                failed.append(job_id)
+                self._retention(self.failed, job_id, job.opts.get("removeOnFail"), now)
+            else:
+                if self.paused:
+                    self.paused_list.append(job_id)
+                    job.state = "paused"
+                else:
+                    self.wait.append(job_id)
+                    job.state = "wait"
+                self._emit("stalled", job_id)
+                recovered.append(job_id)
+        self.stalled = set(self.active)
+        return recovered, failed
+
+    def pause(self, action: str) -> int:
+        pausing = action == "pause"
+        if self.paused == pausing:
+            return 0
+        if pausing:
+            self.paused_list = self.wait + self.paused_list
+            self.wait = []
+            for job_id in self.paused_list:
+                self.jobs[job_id].state = "paused"
+        else:
+            self.wait = self.paused_list + self.wait
+            self.paused_list = []
+            for job_id in self.wait:
+                self.jobs[job_id].state = "wait"
+        self.paused = pausing
+        self._emit("paused" if pausing else "resumed", "")
+        return 1
+
+    # -- what a test does by hand ---------------------------------------------------------
+
+    def lose_lock(self, job_id: str) -> None:
+        """The lock expired: its token's record, set with it and for as long, goes too."""
+        job = self.jobs[job_id]
+        token = job.lock
+        job.lock = None
+        if token is not None and self.tokens.get(token, ("",))[0] == job_id:
+            del self.tokens[token]
