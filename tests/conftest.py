@@ -23,6 +23,8 @@ import redis.cluster
 from echomq_scripts.cache import AnalysisCache
 from echomq_scripts.config import load_config
 from echomq_scripts.pipeline import BuildResult, build
+from tests.invariants import Client
+from tests.queue_harness import Queue
 from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer, RedisUnavailable, find_binary
 
@@ -127,3 +129,13 @@ def run_cli_then(project: Path, args: Sequence[str], then: str) -> list[str]:
     )
     assert done.returncode == 0, f"echomq-scripts {' '.join(args)}: {done.stdout}{done.stderr}"
     return done.stdout.splitlines()
+
+
+@pytest.fixture(params=["single", "cluster"])
+def q(request: pytest.FixtureRequest) -> Queue:
+    """A `Queue` (tests/queue_harness.py) on a single server, and the same scenario again on a
+    Redis Cluster."""
+    client: Client = request.getfixturevalue("r" if request.param == "single" else "rc")
+    queue = Queue(client)
+    queue.check()
+    return queue

@@ -1,0 +1,369 @@
+"""Integrity: bad ids, bad arguments and re-sent calls, each on a real Redis (and a Cluster).
+
+Every defect these tests name was reproduced before its fix: an id that named one of the queue's
+keys turned that key into a job hash; a parent completed while a child was pending; a child
+finishing after its parent was removed wrote the parent's :processed again; removeOnComplete -1
+deleted every completed job; lock_duration 0 moved a job to active and then failed; a finish
+re-sent after it landed answered -2. The protocol's answers are in docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis.strategies as st
+import pytest
+import redis
+import redis.cluster
+from hypothesis import HealthCheck, given, settings
+
+from echomq_scripts import generated as g
+from echomq_scripts import keys
+from echomq_scripts.generated import errors
+from echomq_scripts.runtime import ArgumentError, LuaError
+from tests.conftest import REPO
+from tests.invariants import NOW, Client, key
+from tests.queue_harness import LOCK_MS, RETRY, Queue
+
+HOSTILE_IDS = [*sorted(keys.RESERVED_IDS), "7:lock", "7:dependencies", "a{b", "x}"]
+ADDS: dict[str, tuple[Callable[..., Any], Callable[[str], Any], list[str]]] = {
+    "addStandardJob": (g.add_standard_job, g.add_standard_job_keys, []),
+    "addDelayedJob": (g.add_delayed_job, g.add_delayed_job_keys, ["10"]),
+    "addPrioritizedJob": (g.add_prioritized_job, g.add_prioritized_job_keys, ["1"]),
+    "addParentJob": (g.add_parent_job, g.add_parent_job_keys, []),
+}
+EXTRA = {"addStandardJob": {}, "addDelayedJob": {"delay": 10}, "addPrioritizedJob": {"priority": 1}}
+
+
+def nowhere() -> redis.Redis:
+    """A client of a port nothing listens on: a wrapper that sent anything would fail to
+    connect, so an ArgumentError from it proves the call was refused before sending."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return redis.Redis(port=port, socket_connect_timeout=0.2)
+
+
+def snapshot(r: Client, queue: str) -> dict[object, object]:
+    """Every key of the queue with its type and value (DUMP), to see that nothing changed."""
+    found: dict[object, object] = {}
+    for name in r.scan_iter(match=re.sub(r"([*?[\]\\{}])", r"\\\1", keys.prefix(queue)) + "*"):
+        found[name] = r.dump(name)
+    return found
+
+
+def raw(script: str, r: Client, call_keys: Any, args: list[str]) -> Any:
+    """The script sent as another runtime sends it: text arguments, no wrapper checks."""
+    found = next(s for s in g.SCRIPTS if s.spec.name == script)
+    return found.result(found.run(r, call_keys, args))
+
+
+# -- ids -----------------------------------------------------------------------------------
+
+
+def test_the_scripts_reserve_the_names_keys_py_reserves() -> None:
+    """The one rule for job ids is written twice, in keys.py and in the add scripts' include:
+    the two lists of reserved names are the same."""
+    source = (REPO / "lua_src" / "includes" / "jobId.lua").read_text()
+    listed = re.search(r'RESERVED_JOB_IDS = "([^"]*)"', source)
+    assert listed is not None
+    assert set(listed[1].split()) == keys.RESERVED_IDS
+
+
+@pytest.mark.parametrize("script", sorted(ADDS))
+@pytest.mark.parametrize("as_parent", [False, True], ids=["job_id", "parent_id"])
+@pytest.mark.parametrize("hostile", HOSTILE_IDS)
+def test_an_id_that_could_name_another_key_is_refused_before_any_write(
+    q: Queue, script: str, as_parent: bool, hostile: str
+) -> None:
+    wrapper, keys_of, extra = ADDS[script]
+    q.add("7")  # a job whose companion keys a hostile id would name
+    q.add("p")
+    before = snapshot(q.r, q.name)
+    ids = {"job_id": "", "parent_id": hostile} if as_parent else {"job_id": hostile}
+    arguments = {"job_id": "", "parent_id": "", **ids}
+    with pytest.raises(ArgumentError, match="job id"):
+        wrapper(
+            nowhere(),
+            queue=q.name,
+            name="n",
+            data="{}",
+            opts="{}",
+            now=NOW,
+            dedup_id="",
+            **arguments,
+            **EXTRA.get(script, {}),
+        )
+    args = [arguments["job_id"], "n", "{}", "{}", str(NOW), "d", arguments["parent_id"], *extra]
+    what = "parent id" if as_parent else "job id"
+    with pytest.raises(LuaError, match=re.escape(f"{what} '{hostile}'")):
+        raw(script, q.r, keys_of(q.name), args)
+    assert snapshot(q.r, q.name) == before
+    assert q.check() == {"7": "wait", "p": "wait"}
+
+
+def test_templated_ids_and_queue_names_follow_the_same_rules() -> None:
+    calls: list[Callable[[], object]] = [
+        lambda: g.extend_lock_keys("mail", "7:lock"),
+        lambda: g.move_to_delayed_keys("mail", "wait"),
+        lambda: g.move_to_delayed_keys("mail", ""),
+        lambda: g.get_counts_keys("\udc80"),
+        lambda: g.get_counts(nowhere(), queue="\udc80"),
+        lambda: g.get_job_state(nowhere(), queue="mail", job_id="events"),
+        lambda: g.move_to_finished_keys("mail", "complete"),  # type: ignore[arg-type]
+    ]
+    for call in calls:
+        with pytest.raises(ArgumentError):
+            call()
+    # A custom id may be any other text: a number, spaces, non-ASCII.
+    assert g.extend_lock_keys("mail", "order 7 ü").lock == "emq:{mail}:order 7 ü:lock"
+
+
+# -- arguments -----------------------------------------------------------------------------
+
+
+def test_lock_duration_0_is_refused_before_the_job_moves(q: Queue) -> None:
+    q.add("a")
+    with pytest.raises(ArgumentError, match="lock_duration' must be an int >= 1"):
+        q.take(lock_ms=0)
+    call_keys = g.move_to_active_keys(q.name)
+    with pytest.raises(LuaError, match="lock_duration must be an integer from 1"):
+        raw("moveToActive", q.r, call_keys, ["t", "0", str(NOW), "0", "0", "0"])
+    assert q.check() == {"a": "wait"}
+    assert q.lock("a") is None
+
+
+def test_an_unknown_outcome_is_a_typed_error_naming_the_allowed_values(q: Queue) -> None:
+    q.add("a")
+    q.take_id()
+    with pytest.raises(ArgumentError, match="'outcome' must be one of 'completed', 'failed'"):
+        q.finish("a", outcome="complete", result="1")  # type: ignore[arg-type]
+    assert q.check() == {"a": "active"}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=6,
+)
+option_texts = st.one_of(
+    json_values.map(json.dumps),
+    st.text(max_size=12),
+    st.sampled_from(['{"a":"\\ud800"}', '{"a":NaN}', "\t{}", "{}x", " [1]", '{"a":"\\udc80x"}']),
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(opts=option_texts)
+def test_options_the_script_refuses_the_wrapper_refuses_first(r: redis.Redis, opts: str) -> None:
+    r.flushall()
+    call_keys = g.add_standard_job_keys("opts")
+    try:
+        raw("addStandardJob", r, call_keys, ["", "n", "{}", opts, str(NOW), "", ""])
+        refused = ""
+    except LuaError as exc:
+        refused = str(exc)
+    if refused:
+        assert "opts must be a JSON object" in refused
+        with pytest.raises(ArgumentError, match="'opts' must be a str holding a JSON object"):
+            g.add_standard_job(
+                nowhere(),
+                queue="opts",
+                job_id="",
+                name="n",
+                data="{}",
+                opts=opts,
+                now=NOW,
+                dedup_id="",
+                parent_id="",
+            )
+
+
+# -- parents and retention -----------------------------------------------------------------
+
+
+def test_a_parent_with_a_pending_child_cannot_complete(q: Queue) -> None:
+    q.add("1")
+    q.add("2", parent_id="1")
+    assert q.take_id() == "1"
+    events = len(q.events())
+    with pytest.raises(errors.JobPendingChildren):
+        q.complete("1")
+    assert q.check() == {"1": "active", "2": "wait"}
+    assert q.lock("1") == q.token_of("1")
+    assert (len(q.events()), q.metric("completed")) == (events, 0)
+    # Once the child has completed, the parent can.
+    assert q.take_id() == "2"
+    assert q.complete("2", '"two"')[0] == "completed"
+    assert q.hash("1:processed") == {key(q.name, "2"): '"two"'}
+    assert q.complete("1")[0] == "completed"
+
+
+def test_a_child_finishing_after_its_parent_was_removed_leaves_no_key(q: Queue) -> None:
+    q.add("1", opts={"removeOnFail": True})
+    q.add("2", parent_id="1")
+    assert q.take_id() == "1"
+    assert q.fail("1")[0] == "failed"  # failing is allowed with children pending
+    assert q.check() == {"2": "wait"}
+    assert q.take_id() == "2"
+    assert q.complete("2")[0] == "completed"
+    assert q.r.exists(q.key("1"), q.key("1:processed"), q.key("1:dependencies")) == 0
+
+
+@pytest.mark.parametrize("option", ["removeOnComplete", "removeOnFail"])
+@pytest.mark.parametrize("rule", [-1, {"count": -1}, {"age": -5}])
+def test_a_negative_retention_rule_keeps_every_job(q: Queue, option: str, rule: object) -> None:
+    outcome = "completed" if option == "removeOnComplete" else "failed"
+    for job_id in ("a", "b", "c"):
+        q.add(job_id, opts={option: rule})
+        assert q.take_id() == job_id
+        q.finish(job_id, outcome=outcome, result="1")  # type: ignore[arg-type]
+    assert q.check() == {"a": outcome, "b": outcome, "c": outcome}
+
+
+# -- re-sent calls -------------------------------------------------------------------------
+
+
+def resend(q: Queue, first: Callable[[], Any]) -> Any:
+    """Run a call, then the same call again as a client that lost the reply would: the second
+    answers what the first did and changes nothing, events and metrics included."""
+    reply = first()
+    before = (snapshot(q.r, q.name), q.events(), q.check())
+    assert first() == reply
+    assert (snapshot(q.r, q.name), q.events(), q.check()) == before
+    return reply
+
+
+def test_a_pickup_sent_twice_takes_one_job(q: Queue) -> None:
+    q.add("a")
+    q.add("b")
+    job_id, fields, _ = resend(q, lambda: q.take(token="t-1"))
+    assert (job_id, fields["processedOn"]) == ("a", str(NOW))
+    assert q.check() == {"a": "active", "b": "wait"}
+    # Another token takes the next job; t-1 still answers its own.
+    assert q.take_id(token="t-2") == "b"
+    assert q.take_id(token="t-1") == "a"
+    # A pickup that found nothing finds nothing again.
+    assert resend(q, lambda: q.take(token="t-3")) == ("", {}, 0)
+
+
+@pytest.mark.parametrize(
+    ("opts", "outcome", "went"),
+    [
+        ({}, "completed", "completed"),
+        ({}, "failed", "failed"),
+        (RETRY, "failed", "delayed"),
+        ({"removeOnComplete": True}, "completed", "completed"),
+        ({"removeOnFail": True}, "failed", "failed"),
+    ],
+)
+@pytest.mark.parametrize("fetch_next", [False, True])
+def test_a_finish_sent_twice_lands_once(
+    q: Queue, opts: dict[str, object], outcome: str, went: str, fetch_next: bool
+) -> None:
+    q.add("a", opts=opts, dedup_id="d")
+    q.add("b")
+    q.take_id(token="t-1")
+    reply = resend(
+        q,
+        lambda: q.finish("a", outcome=outcome, result="1", fetch_next=fetch_next),  # type: ignore[arg-type]
+    )
+    assert reply[:2] == (went, "b" if fetch_next else "")
+    assert q.metric(outcome) == (0 if went == "delayed" else 1)
+    # The job the token went on to stays its own: the re-send did not take another.
+    assert q.lock("b") == ("t-1" if fetch_next else None)
+
+
+def test_a_finish_re_sent_after_its_job_was_retried_and_taken_again(q: Queue) -> None:
+    q.add("a", opts={"attempts": 2})
+    q.take_id(token="t-1")
+    assert q.fail("a")[0] == "delayed"
+    assert q.take_id(token="t-2") == "a"  # backoff 0: due at once
+    # t-1's re-sent finish answers where its own call sent the job.
+    assert q.fail("a", token="t-1") == ("delayed", "", {}, 0)
+    assert q.check() == {"a": "active"}
+    assert q.lock("a") == "t-2"
+
+
+def test_a_fetch_next_never_takes_back_the_job_it_retried(q: Queue) -> None:
+    q.add("a", opts={"attempts": 3})  # no backoff: the retry is due at once
+    q.take_id(token="t-1")
+    assert q.fail("a", fetch_next=True) == ("delayed", "", {}, 0)
+    assert q.check() == {"a": "delayed"}
+    # A new pickup takes it; re-sent, the first finish still answers the same.
+    assert q.take_id(token="t-2") == "a"
+    assert q.fail("a", token="t-1", fetch_next=True) == ("delayed", "", {}, 0)
+
+
+def test_a_retry_sent_twice_backs_off_once(q: Queue) -> None:
+    q.add("a")
+    q.take_id()
+    assert resend(q, lambda: q.retry("a", base=100)) == 100
+    assert q.job("a")["atm"] == "1"
+
+
+def test_the_other_scripts_sent_twice(q: Queue) -> None:
+    q.add("a")
+    q.take_id(token="t-1")
+    assert resend(q, lambda: q.extend("a")) == 1
+    assert q.pause() == 1
+    assert q.pause() == 0  # the state is the same; the second call says it changed nothing
+    assert q.resume() == 1
+    # A custom id or a deduplication id makes an add safe to send again.
+    assert g.add_standard_job(
+        q.r,
+        queue=q.name,
+        job_id="c",
+        name="n",
+        data="{}",
+        opts="{}",
+        now=NOW,
+        dedup_id="",
+        parent_id="",
+    ) == ("c", 1)
+    assert g.add_standard_job(
+        q.r,
+        queue=q.name,
+        job_id="c",
+        name="n",
+        data="{}",
+        opts="{}",
+        now=NOW,
+        dedup_id="",
+        parent_id="",
+    ) == ("c", 0)
+    q.expire_lock("a")
+    q.r.delete(q.key("token:t-1"))  # the record ends with the lock
+    q.stalled_check()
+    assert q.stalled_check() == (["a"], [])
+    assert q.stalled_check() == ([], [])  # a second run recovers nothing twice
+    assert q.check() == {"a": "wait", "c": "wait"}
+
+
+def test_a_finish_of_a_job_whose_lock_expired_is_still_refused(q: Queue) -> None:
+    """The records answer only calls that landed: a late finish after the lock expired (the
+    token's record ends with it) and stalled recovery moved the job is refused as before."""
+    q.add("a", opts={"removeOnFail": True})
+    q.take_id(token="t-1")
+    q.expire_lock("a")
+    q.r.delete(q.key("token:t-1"))
+    q.stalled_check()
+    assert q.stalled_check(max_stalled=0) == ([], ["a"])  # failed for good, and removed
+    assert q.check() == {}
+    with pytest.raises(errors.JobLockNotExist):
+        q.complete("a", token="t-1")
+
+
+def test_re_sent_calls_on_a_cluster_queue_use_its_slot(rc: redis.cluster.RedisCluster) -> None:
+    """The token's record carries the queue's hash tag: a re-send works on any primary."""
+    q = Queue(rc, "elsewhere")
+    q.add("a", opts={"removeOnComplete": True})
+    q.take_id(token="t-1")
+    assert resend(q, lambda: q.complete("a", lock_ms=LOCK_MS)) == ("completed", "", {}, 0)
+    assert q.check() == {}
