@@ -17,10 +17,12 @@ wrote.
 - `checker`: runs moveStalledJobsToWait-8 every `interval_ms` until the stop key is set.
 
 Every call is re-sent while Redis cannot be reached (redis-py retries first, then the loop
-here): the protocol makes a re-sent call safe. A finish that answers a lock or state code may
-have taken effect on an earlier send whose reply was lost; the slot then reads the job's
-`returnvalue` (or `failedReason`), which holds the finish's own result (its token and job id),
-to tell. A process that meets anything else writes the traceback to stderr and exits non-zero.
+here): the protocol makes a re-sent call safe, and a finish re-sent after it landed answers what
+the first send did (docs/protocol.md, re-sent calls). A finish that answers a lock code is
+checked against the job's `returnvalue` (or `failedReason`), which holds the finish's own result
+(its token and job id): when it is there, an earlier send landed and the re-send did not say so,
+which breaks the protocol, and the process fails. A process that meets anything else writes the
+traceback to stderr and exits non-zero.
 
 `Fleet` (the test side) starts the processes, waits for a condition while checking that none
 died, and stops them by pid; `check_completed_once` asserts that every job of a plan completed
@@ -350,13 +352,13 @@ class Slot:
         except ScriptFailed as exc:
             field_name = "returnvalue" if outcome == "completed" else "failedReason"
             stored = self.resend(self.client.hget, keys.job(self.queue, job_id), field_name)
-            if stored is None or text(stored) != result:
-                self.write("lost", job=job_id, token=token, at="moveToFinished", code=exc.code)
-                return None
-            # An earlier send took effect and its reply was lost: with fetch_next it may have
-            # picked a job up for this token, and a pickup re-sent with the token answers it.
-            self.write(outcome, job=job_id, token=token, beats=beats, resent=True)
-            return self.pick(token) if self.config.fetch_next else None
+            if stored is not None and text(stored) == result:
+                raise AssertionError(
+                    f"moveToFinished of {job_id} answered {exc.code} when re-sent, though an"
+                    " earlier send of it landed: a re-sent finish must answer the first's outcome"
+                ) from exc
+            self.write("lost", job=job_id, token=token, at="moveToFinished", code=exc.code)
+            return None
         self.write(outcome, job=job_id, token=token, beats=beats, went=went)
         return self.picked(next_id, next_fields, token)
 
@@ -635,8 +637,6 @@ class Summary:
     """Heartbeats and finishes a worker sent after its lock was gone; it dropped the job."""
     beats: int
     """Heartbeats (extendLock-2) that renewed a lock."""
-    resolved: int
-    """Finishes whose reply was lost, found to have taken effect by the job's result."""
 
 
 def check_completed_once(
@@ -660,13 +660,12 @@ def check_completed_once(
     completions: dict[str, list[str]] = {}
     completed_by: dict[str, str] = {}
     picks: Counter[str] = Counter()
-    lost = resolved = beats = 0
+    lost = beats = 0
     for name, record in fleet.records("worker"):
         beats += record.get("beats", 0)
         if record["e"] == "completed":
             completions.setdefault(record["job"], []).append(record["token"])
             completed_by[record["job"]] = name
-            resolved += bool(record.get("resent"))
         elif record["e"] == "picked":
             picks[record["job"]] += 1
         elif record["e"] == "lost":
@@ -689,7 +688,7 @@ def check_completed_once(
     unstalled = [job_id for job_id in ids if picks[job_id] > needed[job_id] and not stalls[job_id]]
     assert unstalled == [], "jobs picked up more often than their attempts without a stall"
     recovered = sorted(job_id for job_id in ids if stalls[job_id])
-    return states, Summary(picks, completed_by, recovered, lost, beats, resolved)
+    return states, Summary(picks, completed_by, recovered, lost, beats)
 
 
 if __name__ == "__main__":
