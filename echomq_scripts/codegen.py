@@ -28,6 +28,7 @@ _RESERVED = frozenset(
     {"client", "pipe", "queue", "keys", "extra_keys", "runtime", "cast", "annotations"}
     | {"Literal", "NamedTuple", "Sequence", "Pending", "Script", "ScriptSpec", "BY_CODE"}
     | {"SyncClient", "AsyncClient", "PipelineClient", "SCRIPTS", "load_all", "aload_all"}
+    | {"execute", "aexecute"}
     | {"errors", "scripts"}
 )
 # NamedTuple's own members: a key field of the same name would hide them.
