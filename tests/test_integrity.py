@@ -26,7 +26,7 @@ from echomq_scripts import keys
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import ArgumentError, LuaError
 from tests.conftest import REPO
-from tests.invariants import NOW, Client, key
+from tests.invariants import NOW, Client, add_standard, key
 from tests.queue_harness import LOCK_MS, RETRY, Queue
 
 HOSTILE_IDS = [*sorted(keys.RESERVED_IDS), "7:lock", "7:dependencies", "a{b", "x}"]
@@ -316,34 +316,15 @@ def test_the_other_scripts_sent_twice(q: Queue) -> None:
     assert q.pause() == 0  # the state is the same; the second call says it changed nothing
     assert q.resume() == 1
     # A custom id or a deduplication id makes an add safe to send again.
-    assert g.add_standard_job(
-        q.r,
-        queue=q.name,
-        job_id="c",
-        name="n",
-        data="{}",
-        opts="{}",
-        now=NOW,
-        dedup_id="",
-        parent_id="",
-    ) == ("c", 1)
-    assert g.add_standard_job(
-        q.r,
-        queue=q.name,
-        job_id="c",
-        name="n",
-        data="{}",
-        opts="{}",
-        now=NOW,
-        dedup_id="",
-        parent_id="",
-    ) == ("c", 0)
+    assert [add_standard(q.r, q.name, job_id="c") for _ in range(2)] == [("c", 1), ("c", 0)]
+    first = add_standard(q.r, q.name, dedup_id="d")
+    assert add_standard(q.r, q.name, dedup_id="d") == (first[0], 0)
     q.expire_lock("a")
     q.r.delete(q.key("token:t-1"))  # the record ends with the lock
     q.stalled_check()
     assert q.stalled_check() == (["a"], [])
     assert q.stalled_check() == ([], [])  # a second run recovers nothing twice
-    assert q.check() == {"a": "wait", "c": "wait"}
+    assert q.check() == {"a": "wait", "c": "wait", first[0]: "wait"}
 
 
 def test_a_finish_of_a_job_whose_lock_expired_is_still_refused(q: Queue) -> None:
