@@ -20,7 +20,7 @@
 --- @include "includes/marker"
 
 local delay = intArg(ARGV[8], "delay", 0)
-local runAt = intArg(ARGV[5], "now", 0) + delay
+local runAt = nowArg(ARGV[5]) + delay
 local jobId, added = addJob(KEYS[3], addArgs(), { "delay", delay })
 if jobId == -5 then
   return -5

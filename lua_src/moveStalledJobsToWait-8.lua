@@ -25,7 +25,7 @@
 --- @include "includes/marker"
 
 local prefix = queuePrefix(KEYS[1])
-local maxStalled, now = intArg(ARGV[1], "max_stalled", 0), intArg(ARGV[2], "now", 0)
+local maxStalled, now = intArg(ARGV[1], "max_stalled", 0), nowArg(ARGV[2])
 local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
 local recovered, failed = {}, {}
 for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do

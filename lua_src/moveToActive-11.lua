@@ -28,7 +28,7 @@
 
 local token = tokenArg(ARGV[1])
 local lockDuration = intArg(ARGV[2], "lock_duration", 1)
-intArg(ARGV[3], "now", 0)
+nowArg(ARGV[3])
 local now = ARGV[3] -- as the caller sent it: Redis reads it (see includes/pickup.lua)
 local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
@@ -40,4 +40,5 @@ if held then
   return { held, redis.call("HGETALL", prefix .. held), 0 }
 end
 local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused, nil)
+return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused, nil,
+  nil)

@@ -19,20 +19,23 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
+--- @include "includes/prefix"
 --- @include "includes/numbers"
 --- @include "includes/lock"
+--- @include "includes/token"
 --- @include "includes/backoff"
 --- @include "includes/events"
 --- @include "includes/marker"
 
 local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), intArg(ARGV[3], "now", 0)
+local prefix = queuePrefix(KEYS[1])
 local base, jitter = intArg(ARGV[4], "base", 0), fractionArg(ARGV[5], "jitter")
 local lockState = checkLock(KEYS[8], token)
 if lockState ~= 0 then
-  -- Re-sent after it landed: the job's "fin" names this token, and its delay is the answer.
-  local fin, delay = unpack(redis.call("HMGET", KEYS[7], "fin", "delay"))
-  if fin == "delayed:" .. token then
-    return tonumber(delay)
+  -- Re-sent after it landed: the answer was the delay.
+  local answer = landedFinish(prefix, jobId, token)
+  if answer and string.find(answer, "^%d+$") then
+    return tonumber(answer)
   end
   return lockState
 end
@@ -46,7 +49,8 @@ redis.call("DEL", KEYS[8])
 redis.call("SREM", KEYS[4], jobId)
 local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", "1")
 local delay = backoffDelay(base, attemptsMade, jitter)
-redis.call("HSET", KEYS[7], "delay", delay, "fin", "delayed:" .. token)
+redis.call("HSET", KEYS[7], "delay", delay, "fin", delay .. ":" .. token)
+recordFinish(prefix, token, jobId, delay)
 redis.call("ZADD", KEYS[2], now + delay, jobId)
 signalWork(KEYS[6], now + delay)
 emitEvent(KEYS[3], KEYS[5], "delayed", jobId, "delay", delay, "prev", "active")

@@ -48,37 +48,12 @@
 --- @include "includes/dedup"
 --- @include "includes/pickup"
 
--- Where a finishing call that landed earlier sent the job, when this token made it: the answer
--- to the same call re-sent. The job's "fin" field ("<where it went>:<token>") says so while the
--- job exists. A job that retention removed is answered from the token's record, which still
--- names it: only this token's finish can have moved it out of active while the record lives
--- (stalled recovery needs the lock gone, and the record ends with the lock). `outcome` is the
--- re-sent call's own: a removed job went where the call sent it (a retried job is never removed).
-local function landedFinish(prefix, jobId, token, outcome)
-  local fin = redis.call("HGET", prefix .. jobId, "fin")
-  if fin then
-    local went, by = string.match(fin, "^([^:]*):(.*)$")
-    if by == token then
-      return went
-    end
-    return nil
-  end
-  if redis.call("EXISTS", prefix .. jobId) == 1 then
-    return nil
-  end
-  local held, finished = tokenRecord(prefix, token)
-  if held == jobId or finished == jobId then
-    return outcome
-  end
-  return nil
-end
-
 local outcome = ARGV[4]
 if outcome ~= "completed" and outcome ~= "failed" then
   return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
 end
 -- `now` is a number for sums; Redis gets the caller's text (nowText), which spares a conversion.
-local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), intArg(ARGV[3], "now", 0)
+local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
 local nowText = ARGV[3]
 local jitter = fractionArg(ARGV[7], "jitter")
 local fetchNext = ARGV[8] == "1"
@@ -92,8 +67,8 @@ local jobKey = prefix .. jobId
 local lockState = checkLock(jobKey .. ":lock", token)
 if lockState ~= 0 then
   -- No lock for this token: a new call fails, a re-sent one answers what the first call did.
-  local went = landedFinish(prefix, jobId, token, outcome)
-  if not went then
+  local went = landedFinish(prefix, jobId, token)
+  if went ~= "completed" and went ~= "failed" and went ~= "delayed" then
     return lockState
   end
   -- The first call's pickup, if it took a job: the token holds it. No new pickup: it could take
@@ -169,15 +144,17 @@ else
   if outcome == "completed" then
     rule = opts.removeOnComplete
   end
-  if applyRetention(KEYS[12], prefix, jobId, rule, now) then
-    -- The job and its "fin" are gone: the token's record, which names it, answers a re-send.
-    redis.call("PEXPIRE", prefix .. "token:" .. token, lockDuration)
-  end
+  applyRetention(KEYS[12], prefix, jobId, rule, now)
 end
 local nextJob = { "", {}, 0 }
 if fetchNext then
   nextJob = pickup(prefix, token, lockDuration, nowText, limitMax, limitDuration, concurrency,
-    isPaused(), jobId)
+    isPaused(), jobId, went)
+end
+if nextJob[1] == "" then
+  -- The token's record keeps this finish's answer for a re-send: the job may be removed, or
+  -- finished again by another token, before the client sends it.
+  recordFinish(prefix, token, jobId, went)
 end
 if retryAt then
   -- After the pickup, so the token never takes back the job it just retried: a finish of it

@@ -21,6 +21,20 @@ Event = tuple[str, ...]
 """An event as the stream holds it: event, jobId, then field and value pairs, all text."""
 
 
+def lua_number(value: object) -> float | None:
+    """Lua's tonumber on an option the scripts read: a number, or a string that holds one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
 def keep_rule(rule: object) -> tuple[bool, int | None, float | None]:
     """A retention rule read as the scripts read it (includes/retention.lua): (remove the job
     itself, keep the newest N or None, drop older than `age` seconds or None)."""
@@ -32,17 +46,12 @@ def keep_rule(rule: object) -> tuple[bool, int | None, float | None]:
     age: object = None
     if isinstance(rule, dict):
         count, age = rule.get("count"), rule.get("age")
-    keep = (
-        math.floor(count)
-        if isinstance(count, int | float) and not isinstance(count, bool) and count >= 0
-        else None
+    keep, seconds = lua_number(count), lua_number(age)
+    return (
+        False,
+        math.floor(keep) if keep is not None and keep >= 0 else None,
+        seconds if seconds is not None and seconds >= 0 else None,
     )
-    seconds = (
-        float(age)
-        if isinstance(age, int | float) and not isinstance(age, bool) and age >= 0
-        else None
-    )
-    return False, keep, seconds
 
 
 @dataclass
@@ -64,7 +73,7 @@ class Job:
     finished_on: int | None = None
     returnvalue: str | None = None
     failed_reason: str | None = None
-    fin: str | None = None  # "<went>:<token>"
+    fin: str | None = None  # "<answer>:<token>": where it went, or a moveToDelayed's delay
     lock: str | None = None  # the token that holds the job's lock
     pending: set[str] = field(default_factory=set)  # a parent's pending children, by id
     processed: dict[str, str] = field(default_factory=dict)  # child id -> its return value
@@ -86,10 +95,12 @@ class QueueModel:
     waiting_children: dict[str, int] = field(default_factory=dict)  # added-at
     stalled: set[str] = field(default_factory=set)
     paused: bool = False
+    limiter: int = 0  # pickups in the rate limiter's window (its key's count)
     id_counter: int = 0
     pc: int = 0
     dedup: dict[str, str] = field(default_factory=dict)
-    tokens: dict[str, tuple[str, str]] = field(default_factory=dict)  # (held, finished or "")
+    # A token's record: (the job it holds or held last, the job it finished, that finish's answer)
+    tokens: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     metrics: dict[str, int] = field(default_factory=lambda: {"completed": 0, "failed": 0})
 
@@ -114,9 +125,9 @@ class QueueModel:
         return sorted(self.prioritized, key=lambda j: self.prioritized[j])
 
     def held_job(self, token: str) -> str | None:
-        record = self.tokens.get(token)
-        if record is not None and record[0] in self.jobs and self.jobs[record[0]].lock == token:
-            return record[0]
+        held = self.tokens.get(token, ("",))[0]
+        if held in self.jobs and self.jobs[held].lock == token:
+            return held
         return None
 
     # -- shared steps ---------------------------------------------------------------------
@@ -240,13 +251,21 @@ class QueueModel:
             self._emit("paused" if state == "paused" else "waiting", job_id, "prev", "delayed")
 
     def _pickup(
-        self, token: str, now: int, concurrency: int, finished: str | None
+        self,
+        token: str,
+        now: int,
+        concurrency: int,
+        finished: tuple[str, str] = ("", ""),
+        limit_max: int = 0,
     ) -> tuple[str, dict[str, str] | None, int]:
         """includes/pickup.lua pickup: the job taken (its hash is read from Redis by the test,
-        None here) or ""."""
+        None here) or "". A limited-for of -1 stands for the limiter's time to live, which the
+        server's clock sets."""
         self._promote_due(now)
         if self.paused:
             return "", {}, 0
+        if limit_max > 0 and self.limiter >= limit_max:
+            return "", {}, -1
         if concurrency > 0 and len(self.active) >= concurrency:
             return "", {}, 0
         if self.wait:
@@ -257,20 +276,22 @@ class QueueModel:
         else:
             return "", {}, 0
         self.active.insert(0, job_id)
+        if limit_max > 0:
+            self.limiter += 1
         job = self.jobs[job_id]
         job.state, job.lock, job.processed_on = "active", token, now
-        self.tokens[token] = (job_id, finished or "")
+        self.tokens[token] = (job_id, *finished)
         self._emit("active", job_id, "prev", "waiting")
         return job_id, None, 0
 
     def move_to_active(
-        self, token: str, now: int, concurrency: int = 0
+        self, token: str, now: int, concurrency: int = 0, limit_max: int = 0
     ) -> tuple[str, dict[str, str] | None, int]:
         """moveToActive-11: the job the token holds (a re-sent pickup), or a new pickup."""
         held = self.held_job(token)
         if held is not None:
             return held, None, 0
-        return self._pickup(token, now, concurrency, None)
+        return self._pickup(token, now, concurrency, limit_max=limit_max)
 
     # -- the lock holder's scripts --------------------------------------------------------
 
@@ -281,16 +302,18 @@ class QueueModel:
             return -2
         return 0 if holder == token else -6
 
-    def _landed(self, job_id: str, token: str, outcome: str) -> str | None:
+    def _landed(self, job_id: str, token: str) -> str | None:
+        """includes/token.lua landedFinish: the job's fin for this token, else the token's
+        record of its last finish."""
         job = self.jobs.get(job_id)
-        if job is not None:
-            if job.fin is not None and job.fin.split(":", 1)[1] == token:
-                return job.fin.split(":", 1)[0]
-            return None
-        record = self.tokens.get(token)
-        if record is not None and job_id in record:
-            return outcome
-        return None
+        if job is not None and job.fin is not None and job.fin.split(":", 1)[1] == token:
+            return job.fin.split(":", 1)[0]
+        _, finished, answer = self.tokens.get(token, ("", "", ""))
+        return answer if finished == job_id else None
+
+    def _record_finish(self, token: str, job_id: str, answer: str) -> None:
+        if token in self.tokens:  # SET ... KEEPTTL XX: only a record that is still there
+            self.tokens[token] = ("", job_id, answer)
 
     def extend_lock(self, job_id: str, token: str) -> int:
         code = self._lock_code(job_id, token)
@@ -342,8 +365,8 @@ class QueueModel:
     ) -> tuple[str, str, dict[str, str] | None, int] | int:
         code = self._lock_code(job_id, token)
         if code:
-            went = self._landed(job_id, token, outcome)
-            if went is None:
+            went = self._landed(job_id, token)
+            if went not in ("completed", "failed", "delayed"):
                 return code
             held = self.held_job(token) if fetch_next else None
             return (went, held, None, 0) if held is not None else (went, "", {}, 0)
@@ -356,12 +379,11 @@ class QueueModel:
             return -3
         self._take_off_active(job_id)
         job.atm += 1
-        attempts = job.opts.get("attempts")
-        attempts = attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 1
+        attempts = lua_number(job.opts.get("attempts")) or 1
         retry_at = None
         if outcome == "failed" and job.atm < attempts:
             backoff = job.opts.get("backoff")
-            base = backoff.get("delay", 0) if isinstance(backoff, dict) else 0
+            base = (lua_number(backoff.get("delay")) if isinstance(backoff, dict) else 0) or 0
             d = base * 2 ** (job.atm - 1)
             job.delay = math.floor(d + d * jitter)
             job.failed_reason, job.fin = result, f"delayed:{token}"
@@ -387,7 +409,9 @@ class QueueModel:
             self._retention(finished, job_id, rule, now)
         picked: tuple[str, dict[str, str] | None, int] = ("", {}, 0)
         if fetch_next:
-            picked = self._pickup(token, now, concurrency, job_id)
+            picked = self._pickup(token, now, concurrency, (job_id, went))
+        if not picked[0]:
+            self._record_finish(token, job_id, went)
         if retry_at is not None:
             self.delayed[job_id] = retry_at
             job.state = "delayed"
@@ -398,9 +422,8 @@ class QueueModel:
         code = self._lock_code(job_id, token)
         job = self.jobs.get(job_id)
         if code:
-            if job is not None and job.fin == f"delayed:{token}" and job.delay is not None:
-                return job.delay
-            return code
+            answer = self._landed(job_id, token)
+            return int(answer) if answer is not None and answer.isdigit() else code
         if job is None:
             return -1
         if job_id not in self.active:
@@ -409,7 +432,8 @@ class QueueModel:
         job.atm += 1
         d = base * 2 ** (job.atm - 1)
         job.delay = math.floor(d + d * jitter)
-        job.fin = f"delayed:{token}"
+        job.fin = f"{job.delay}:{token}"
+        self._record_finish(token, job_id, str(job.delay))
         self.delayed[job_id] = now + job.delay
         job.state = "delayed"
         self._emit("delayed", job_id, "delay", job.delay, "prev", "active")

@@ -262,8 +262,14 @@ class Queue:
     # -- direct changes a test makes, each followed by the invariant ------------------------
 
     def expire_lock(self, job_id: str) -> None:
-        """What the lock's PX does when no heartbeat comes."""
-        assert self.r.delete(self.key(f"{job_id}:lock")) == 1
+        """What the lock's PX does when no heartbeat comes; the token's record, set with the
+        lock and for as long, ends with it."""
+        token = self.r.get(self.key(f"{job_id}:lock"))
+        assert token is not None
+        self.r.delete(self.key(f"{job_id}:lock"))
+        record = self.r.get(self.key(f"token:{text(token)}"))
+        if record is not None and text(record).split(":")[0] == job_id:
+            self.r.delete(self.key(f"token:{text(token)}"))
         self.check()
 
     def set_meta(self, field: str, value: str) -> None:

@@ -26,10 +26,9 @@ from echomq_scripts import keys
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import ArgumentError, LuaError
 from tests.conftest import REPO
-from tests.invariants import NOW, Client, add_standard, key
+from tests.invariants import HOSTILE_IDS, NOW, Client, add_standard, key
 from tests.queue_harness import LOCK_MS, RETRY, Queue
 
-HOSTILE_IDS = [*sorted(keys.RESERVED_IDS), "7:lock", "7:dependencies", "a{b", "x}"]
 ADDS: dict[str, tuple[Callable[..., Any], Callable[[str], Any], list[str]]] = {
     "addStandardJob": (g.add_standard_job, g.add_standard_job_keys, []),
     "addDelayedJob": (g.add_delayed_job, g.add_delayed_job_keys, ["10"]),
@@ -291,6 +290,46 @@ def test_a_finish_re_sent_after_its_job_was_retried_and_taken_again(q: Queue) ->
     assert q.lock("a") == "t-2"
 
 
+def test_a_finish_re_sent_after_another_token_finished_the_job_again(q: Queue) -> None:
+    """The job's fin then names the other token (or the job is gone); the token's own record
+    still answers."""
+    for job_id, first, second in (("a", "t-1", "t-2"), ("b", "t-3", "t-4")):
+        q.add(job_id, opts={"attempts": 2, "removeOnComplete": job_id == "a"})
+        assert q.take_id(token=first) == job_id
+        assert q.fail(job_id)[0] == "delayed"
+        assert q.take_id(token=second) == job_id
+        assert q.complete(job_id)[0] == "completed"
+        assert q.fail(job_id, token=first) == ("delayed", "", {}, 0)
+    assert q.check() == {"b": "completed"}  # a was removed by its retention rule
+
+
+CLOCK_CALLS = {
+    "moveToFinished": ["a", "t-1", "5 ", "completed", "1", "", "0", "0", "1000", "0", "0", "0"],
+    "moveStalledJobsToWait": ["0", " 5"],
+    "moveToActive": ["t-2", "1000", "5.0", "0", "0", "0"],
+}
+
+
+@pytest.mark.parametrize("script", sorted(CLOCK_CALLS))
+def test_a_clock_not_in_decimal_digits_is_refused_before_any_write(q: Queue, script: str) -> None:
+    """The scripts hand `now` to Redis as it came; Redis would refuse "5 " after the first
+    write, so the scripts refuse it first."""
+    q.add("a")
+    q.add("b")
+    q.take_id(token="t-1")
+    q.stalled_check()
+    q.expire_lock("a")  # a stalled job for the stalled check; t-1 answers -2 then
+    before = snapshot(q.r, q.name)
+    keys_of: dict[str, list[str]] = {
+        "moveToFinished": list(g.move_to_finished_keys(q.name, "completed")),
+        "moveStalledJobsToWait": list(g.move_stalled_jobs_to_wait_keys(q.name)),
+        "moveToActive": list(g.move_to_active_keys(q.name)),
+    }
+    with pytest.raises(LuaError, match=r"now must be an integer from 0 to 2\^53 - 1 in decimal"):
+        raw(script, q.r, keys_of[script], CLOCK_CALLS[script])
+    assert snapshot(q.r, q.name) == before
+
+
 def test_a_fetch_next_never_takes_back_the_job_it_retried(q: Queue) -> None:
     q.add("a", opts={"attempts": 3})  # no backoff: the retry is due at once
     q.take_id(token="t-1")
@@ -320,7 +359,6 @@ def test_the_other_scripts_sent_twice(q: Queue) -> None:
     first = add_standard(q.r, q.name, dedup_id="d")
     assert add_standard(q.r, q.name, dedup_id="d") == (first[0], 0)
     q.expire_lock("a")
-    q.r.delete(q.key("token:t-1"))  # the record ends with the lock
     q.stalled_check()
     assert q.stalled_check() == (["a"], [])
     assert q.stalled_check() == ([], [])  # a second run recovers nothing twice
@@ -333,7 +371,6 @@ def test_a_finish_of_a_job_whose_lock_expired_is_still_refused(q: Queue) -> None
     q.add("a", opts={"removeOnFail": True})
     q.take_id(token="t-1")
     q.expire_lock("a")
-    q.r.delete(q.key("token:t-1"))
     q.stalled_check()
     assert q.stalled_check(max_stalled=0) == ([], ["a"])  # failed for good, and removed
     assert q.check() == {}

@@ -38,14 +38,14 @@ from hypothesis.stateful import (
 from echomq_scripts import generated as g
 from echomq_scripts import keys
 from echomq_scripts.runtime import ArgumentError, LuaError, ScriptFailed
-from tests.invariants import NOW, assert_one_state, text
+from tests.invariants import HOSTILE_IDS, NOW, assert_one_state, text
 from tests.protocol_model import Event, Job, QueueModel
 
 QUEUE = "model"
 LOCK_MS = 60_000
+LIMIT_MS = 60_000  # the rate limiter's window: longer than a sequence runs
 CUSTOM_IDS = ["a", "b", "c", "7", "8"]  # numbers too: generated ids must skip them
 DEDUP_IDS = ["d1", "d2"]
-HOSTILE_IDS = [*sorted(keys.RESERVED_IDS), "7:lock", "a{b}", "x}", "p:dependencies"]
 RETENTION_RULES: list[object] = [
     None,
     False,
@@ -58,6 +58,8 @@ RETENTION_RULES: list[object] = [
     {"age": 0},
     {"age": 3600, "count": 2},
     {"count": -1},
+    {"count": "1"},
+    {"age": "0"},
 ]
 
 
@@ -66,10 +68,11 @@ def job_options(draw: st.DrawFn) -> dict[str, Any]:
     """Options as a runtime would store them; retries and retention rules are common, so that
     sequences reach them."""
     opts: dict[str, Any] = {}
-    attempts = draw(st.sampled_from([None, 1, 2, 3, 3]))
+    # Numbers as a runtime may send them: the scripts read them with tonumber, strings too.
+    attempts = draw(st.sampled_from([None, 1, 2, 3, 3, "2", 2.5]))
     if attempts is not None:
         opts["attempts"] = attempts
-    backoff = draw(st.sampled_from([None, None, 0, 10, 1000]))
+    backoff = draw(st.sampled_from([None, None, 0, 10, 1000, "10", 10.5]))
     if backoff is not None:
         opts["backoff"] = {"delay": backoff}
     for option in ("removeOnComplete", "removeOnFail"):
@@ -101,8 +104,10 @@ class QueueMachine(RuleBasedStateMachine):
         self.model = QueueModel(QUEUE)
         self.now = NOW
         self.pickups = 0
-        # The last transition, for a re-send: (what to call again, its reply, the model's).
+        # The last transition, for a re-send at once: (what to call again, its reply).
         self.last: tuple[Callable[[], Any], Any] | None = None
+        # Every transition, for a re-send later: (the call, the model's same call, its kind).
+        self.sent: list[tuple[Callable[[], Any], Callable[[], Any], str]] = []
 
     @initialize()
     def empty_queue(self) -> None:
@@ -116,11 +121,28 @@ class QueueMachine(RuleBasedStateMachine):
         self.pickups += 1
         return f"w:{self.pickups}"  # a ':' in a token is fine: tokens are not ids
 
-    def remember(self, again: Callable[[], Any], reply: Any) -> None:
+    def remember(
+        self, again: Callable[[], Any], reply: Any, model: Callable[[], Any], kind: str
+    ) -> None:
         self.last = (again, reply)
+        self.sent.append((again, model, kind))
+
+    def compare(self, kind: str, got: Any, want: Any) -> None:
+        """A reply against the model's: a pickup's hash is read from Redis."""
+        if kind == "pickup":
+            self.compare_pickup(got, want)
+        elif kind == "finish" and not isinstance(want, int):
+            assert got[0] == want[0]
+            self.compare_pickup(got[1:], want[1:])
+        else:
+            assert got == want
 
     def compare_pickup(self, got: tuple[str, dict[str, str], int], want: tuple[Any, ...]) -> None:
         job_id, fields, limited = got
+        if want[2] == -1:  # the limiter's time to live, which the server's clock sets
+            assert job_id == ""
+            assert 0 < limited <= LIMIT_MS
+            return
         assert (job_id, limited) == (want[0], want[2])
         if job_id:
             assert fields == self.job_hash(job_id)
@@ -227,9 +249,9 @@ class QueueMachine(RuleBasedStateMachine):
 
     # -- the worker's scripts ---------------------------------------------------------------
 
-    @rule(concurrency=st.sampled_from([0, 0, 1, 3]))
-    def pickup(self, concurrency: int) -> None:
-        token = self.new_token()
+    @rule(concurrency=st.sampled_from([0, 0, 1, 3]), limit_max=st.sampled_from([0, 0, 0, 2]))
+    def pickup(self, concurrency: int, limit_max: int = 0) -> None:
+        token, now = self.new_token(), self.now
 
         def again() -> Any:
             return g.move_to_active(
@@ -237,15 +259,18 @@ class QueueMachine(RuleBasedStateMachine):
                 queue=QUEUE,
                 token=token,
                 lock_duration=LOCK_MS,
-                now=self.now,
-                limit_max=0,
-                limit_duration=0,
+                now=now,
+                limit_max=limit_max,
+                limit_duration=LIMIT_MS,
                 concurrency=concurrency,
             )
 
+        def model() -> Any:
+            return self.model.move_to_active(token, now, concurrency, limit_max)
+
         got = again()
-        self.compare_pickup(got, self.model.move_to_active(token, self.now, concurrency))
-        self.remember(again, got)
+        self.compare_pickup(got, model())
+        self.remember(again, got, model, "pickup")
 
     def an_idle_worker_wakes(self) -> None:
         """What BZPOPMIN does to the marker: an idle worker takes it, then picks up."""
@@ -311,16 +336,15 @@ class QueueMachine(RuleBasedStateMachine):
                 )
             )
 
+        def model() -> Any:
+            result = json.dumps(f"r-{job_id}-{now}")
+            return self.model.move_to_finished(
+                job_id, token, now, outcome, result, jitter, fetch_next
+            )
+
         got = again()
-        want = self.model.move_to_finished(
-            job_id, token, now, outcome, json.dumps(f"r-{job_id}-{now}"), jitter, fetch_next
-        )
-        if isinstance(want, int):
-            assert got == want
-        else:
-            assert got[0] == want[0]
-            self.compare_pickup(got[1:], want[1:])
-        self.remember(again, got)
+        self.compare("finish", got, model())
+        self.remember(again, got, model, "finish")
 
     @precondition(lambda self: self.model.active)
     @rule(data=st.data(), base=st.sampled_from([0, 7, 250]), jitter=jitters)
@@ -342,9 +366,12 @@ class QueueMachine(RuleBasedStateMachine):
                 )
             )
 
+        def model() -> Any:
+            return self.model.move_to_delayed(job_id, token, now, base, jitter)
+
         got = again()
-        assert got == self.model.move_to_delayed(job_id, token, now, base, jitter)
-        self.remember(again, got)
+        assert got == model()
+        self.remember(again, got, model, "retry")
 
     @precondition(lambda self: self.last is not None)
     @rule()
@@ -353,7 +380,24 @@ class QueueMachine(RuleBasedStateMachine):
         (the invariant compares the queue with the model, which did not move)."""
         assert self.last is not None
         again, first = self.last
-        assert again() == first
+        got = again()
+        if isinstance(first, tuple) and len(first) == 3 and first[2] > 0:
+            # A pickup the limiter refused: refused again, with what its window has left now.
+            assert got[:2] == first[:2]
+            assert 0 < got[2] <= first[2]
+        else:
+            assert got == first
+
+    @precondition(lambda self: self.sent)
+    @rule(data=st.data())
+    def an_earlier_call_sent_again(self, data: st.DataObject) -> None:
+        """A call re-sent late, after other steps: what the model says of the same call now (a
+        landed finish answers from its records; a pickup whose token holds no job any more is a
+        new pickup)."""
+        again, model, kind = data.draw(st.sampled_from(self.sent))
+        got = again()
+        self.compare(kind, got, model())
+        self.last = None
 
     def a_lock_expires(self, job_id: str) -> None:
         """The lock's PX runs out (no heartbeat came): the token's record ends with it."""
@@ -396,6 +440,7 @@ class QueueMachine(RuleBasedStateMachine):
                 "idle",
                 "hostile",
                 "expire",
+                "window",
             ]
         ),
         data=st.data(),
@@ -403,7 +448,8 @@ class QueueMachine(RuleBasedStateMachine):
     def meanwhile(self, what: str, data: st.DataObject) -> None:
         """What else happens to a queue, one rule so that the worker's steps stay the most
         common: time passes, a stalled check runs, the queue is paused or resumed, an idle
-        worker wakes, a runtime sends a hostile id, a lock expires."""
+        worker wakes, a runtime sends a hostile id, a lock expires, the rate limiter's window
+        passes."""
         if what == "time":
             self.now += data.draw(st.sampled_from([1, 5, 100, 1000, 6000]))
             self.last = None
@@ -416,6 +462,10 @@ class QueueMachine(RuleBasedStateMachine):
         elif what == "expire":
             if self.held():
                 self.a_lock_expires(data.draw(st.sampled_from(self.held())))
+        elif what == "window":
+            self.r.delete(keys.limiter(QUEUE))  # what its PEXPIRE does when the window ends
+            self.model.limiter = 0
+            self.last = None
         else:
             self.add_with_a_hostile_id(
                 data.draw(st.sampled_from(HOSTILE_IDS)),
@@ -538,7 +588,8 @@ def check_marker(marker: dict[bytes, float], model: QueueModel) -> None:
 
 
 def check_no_orphans(r: redis.Redis, names: set[str], model: QueueModel) -> None:
-    queue_keys = {*keys.STATES, "stalled", "events", "meta", "id", "pc", "limiter", "marker"}
+    # The queue's own names; "metrics", "de" and "token" start families of keys instead.
+    queue_keys = keys.RESERVED_IDS - {"metrics", "de", "token"}
     queue_keys |= {"metrics:completed", "metrics:failed"}
     jobs = model.jobs
     tokens: dict[str, str] = {}
@@ -573,8 +624,8 @@ def check_no_orphans(r: redis.Redis, names: set[str], model: QueueModel) -> None
         found[token] = record
     # Records the model dropped may live on in Redis until their TTL (a job the token held was
     # retried and picked by another token): the model's own must all be there and right.
-    for token, (held, finished) in model.tokens.items():
-        assert found.get(token) == (f"{held}:{finished}" if finished else held), token
+    for token, (held, finished, answer) in model.tokens.items():
+        assert found.get(token) == (f"{held}:{finished}:{answer}" if finished else held), token
     dedup = dict(zip(model.dedup, r.mget([keys.dedup(QUEUE, d) for d in model.dedup]), strict=True))
     assert {d: text(v) if v is not None else None for d, v in dedup.items()} == model.dedup
 

@@ -665,7 +665,7 @@ def test_fetch_next_picks_the_next_job_in_the_same_call(q: Queue) -> None:
     assert fields["processedOn"] == str(NOW + 9)
     # The token goes on to the next job; its record says which, and which job came before.
     assert q.lock("b") == "t-1"
-    assert q.r.get(q.key("token:t-1")) == b"b:a"
+    assert q.r.get(q.key("token:t-1")) == b"b:a:completed"
     assert 0 < q.pttl("b") <= 4000
     assert q.check() == {"a": "completed", "b": "active", "p": "prioritized"}
     # A retry still fetches the next one.

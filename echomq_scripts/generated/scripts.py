@@ -10,7 +10,7 @@ checked before anything is sent.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, NamedTuple, cast
+from typing import Literal, NamedTuple, cast, get_args
 
 from echomq_scripts import runtime
 from echomq_scripts.runtime import (
@@ -45,7 +45,7 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="0566bcbf820cc4eaf61da59a15fba0e6adc9b2a0",
+        sha1="76ec5e771582d98a0b28b636fc3d528305a949b7",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -237,7 +237,7 @@ _ADD_PARENT_JOB = Script(
         name="addParentJob",
         script_id="addParentJob-4",
         num_keys=4,
-        sha1="1aa18e3a35e8c25b550859603b19fae5279ac149",
+        sha1="e157587fe13226c60171da9abf5dbbeeb964fdb4",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -424,7 +424,7 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="1ba11807746dac9e2f673d32ebbbb1c0f6b4c1ce",
+        sha1="d681f539d79df77daf12f301df5f12dddbdf91c1",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -514,7 +514,7 @@ def add_prioritized_job(
         now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
         parent_id (id?): the id of a parent job in this queue, or ""
-        priority (int(1..2.09715e+06)): 1 (runs first) to 2097151
+        priority (int(1..2097151)): 1 (runs first) to 2097151
 
     Returns:
         tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
@@ -622,7 +622,7 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="491ccf9e7fd58a84d958301d0fe45dc59e28d125",
+        sha1="c08e38a74cdd67d203be3edcb7195db320958061",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -802,7 +802,7 @@ _EXTEND_LOCK = Script(
         name="extendLock",
         script_id="extendLock-2",
         num_keys=2,
-        sha1="710b2bfd835c3d933594bbe5c7b7446dbdaccafe",
+        sha1="5c659a497c58f8fcd0532bba3f48cc5f567f5fb1",
         returns="int",
         codes=(-2, -6),
         package="echomq_scripts.generated",
@@ -810,7 +810,7 @@ _EXTEND_LOCK = Script(
             "emq:{q}:<job_id>:lock",
             "emq:{q}:stalled",
         ),
-        id_args=("job_id",),
+        text_args=(),
     ),
     BY_CODE,
 )
@@ -821,6 +821,8 @@ def extend_lock_keys(
     job_id: str,
 ) -> ExtendLockKeys:
     """The keys of extendLock-2 for `queue` and the ids they name."""
+    _script = "extendLock-2"
+    runtime.id_arg(_script, "job_id", job_id)
     _built = _EXTEND_LOCK.keys_for(
         queue,
         {
@@ -1223,7 +1225,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="a5a9b96e4fce2d6fc4f0a50bba71ea50973b3af4",
+        sha1="4c34e6b2d653764176977533b43148e56895cc24",
         returns="tuple[list[string], list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1381,7 +1383,7 @@ _MOVE_TO_ACTIVE = Script(
         name="moveToActive",
         script_id="moveToActive-11",
         num_keys=11,
-        sha1="af4ee91dc154a947fdb4ab0000ee505cdb01f630",
+        sha1="a711d8c83617a5202022c8ce8e946a4daafef3c4",
         returns="tuple[string, hash, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1572,7 +1574,7 @@ _MOVE_TO_DELAYED = Script(
         name="moveToDelayed",
         script_id="moveToDelayed-8",
         num_keys=8,
-        sha1="c09ffaf66ba9a5ae5a53a7c6f6235526a13208f7",
+        sha1="e8ff1f64d35ab985b822197c0e504e07d4454cd1",
         returns="int",
         codes=(-1, -2, -3, -6),
         package="echomq_scripts.generated",
@@ -1586,7 +1588,7 @@ _MOVE_TO_DELAYED = Script(
             "emq:{q}:<job_id>",
             "emq:{q}:<job_id>:lock",
         ),
-        id_args=("job_id",),
+        text_args=(),
     ),
     BY_CODE,
 )
@@ -1597,6 +1599,8 @@ def move_to_delayed_keys(
     job_id: str,
 ) -> MoveToDelayedKeys:
     """The keys of moveToDelayed-8 for `queue` and the ids they name."""
+    _script = "moveToDelayed-8"
+    runtime.id_arg(_script, "job_id", job_id)
     _built = _MOVE_TO_DELAYED.keys_for(
         queue,
         {
@@ -1771,12 +1775,16 @@ class MoveToFinishedKeys(NamedTuple):
     """The waiting-children set (emq:{q}:waiting-children)"""
 
 
+MoveToFinishedOutcome = Literal["completed", "failed"]
+"""The values of `outcome`."""
+_MOVE_TO_FINISHED_OUTCOME: tuple[str, ...] = get_args(MoveToFinishedOutcome)
+
 _MOVE_TO_FINISHED = Script(
     ScriptSpec(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="146aecc56f61d8ab1b9198ccb4268df8c64baa96",
+        sha1="7801ba9080364d6d219dd463c5e8b222d149d849",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6),
         package="echomq_scripts.generated",
@@ -1796,6 +1804,7 @@ _MOVE_TO_FINISHED = Script(
             "emq:{q}:metrics:<outcome>",
             "emq:{q}:waiting-children",
         ),
+        text_args=(),
     ),
     BY_CODE,
 )
@@ -1803,11 +1812,11 @@ _MOVE_TO_FINISHED = Script(
 
 def move_to_finished_keys(
     queue: str,
-    outcome: Literal["completed", "failed"],
+    outcome: MoveToFinishedOutcome,
 ) -> MoveToFinishedKeys:
     """The keys of moveToFinished-14 for `queue` and the ids they name."""
     _script = "moveToFinished-14"
-    runtime.enum_arg(_script, "outcome", outcome, ("completed", "failed"))
+    runtime.enum_arg(_script, "outcome", outcome, _MOVE_TO_FINISHED_OUTCOME)
     _built = _MOVE_TO_FINISHED.keys_for(
         queue,
         {
@@ -1823,7 +1832,7 @@ def _move_to_finished_call(
     job_id: str,
     token: str,
     now: int,
-    outcome: Literal["completed", "failed"],
+    outcome: MoveToFinishedOutcome,
     result: str,
     stacktrace: str,
     jitter: float,
@@ -1838,7 +1847,7 @@ def _move_to_finished_call(
         runtime.id_arg(_script, "job_id", job_id),
         runtime.string_arg(_script, "token", token, "non-empty"),
         runtime.int_arg(_script, "now", now, low=0),
-        runtime.enum_arg(_script, "outcome", outcome, ("completed", "failed")),
+        runtime.enum_arg(_script, "outcome", outcome, _MOVE_TO_FINISHED_OUTCOME),
         runtime.string_arg(_script, "result", result),
         runtime.string_arg(_script, "stacktrace", stacktrace),
         runtime.number_arg(_script, "jitter", jitter, low=0.0, high=1.0, below=True),
@@ -1873,7 +1882,7 @@ def move_to_finished(
     job_id: str,
     token: str,
     now: int,
-    outcome: Literal["completed", "failed"],
+    outcome: MoveToFinishedOutcome,
     result: str,
     stacktrace: str,
     jitter: float,
@@ -1948,7 +1957,7 @@ async def move_to_finished_async(
     job_id: str,
     token: str,
     now: int,
-    outcome: Literal["completed", "failed"],
+    outcome: MoveToFinishedOutcome,
     result: str,
     stacktrace: str,
     jitter: float,
@@ -1987,7 +1996,7 @@ def move_to_finished_pipeline(
     job_id: str,
     token: str,
     now: int,
-    outcome: Literal["completed", "failed"],
+    outcome: MoveToFinishedOutcome,
     result: str,
     stacktrace: str,
     jitter: float,
@@ -2035,6 +2044,10 @@ class PauseKeys(NamedTuple):
     """The marker idle workers block on (emq:{q}:marker)"""
 
 
+PauseAction = Literal["pause", "resume"]
+"""The values of `action`."""
+_PAUSE_ACTION: tuple[str, ...] = get_args(PauseAction)
+
 _PAUSE = Script(
     ScriptSpec(
         name="pause",
@@ -2067,11 +2080,11 @@ def pause_keys(
 def _pause_call(
     queue: str | None,
     keys: PauseKeys | None,
-    action: Literal["pause", "resume"],
+    action: PauseAction,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "pause-5"
     _encoded: list[bytes] = [
-        runtime.enum_arg(_script, "action", action, ("pause", "resume")),
+        runtime.enum_arg(_script, "action", action, _PAUSE_ACTION),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -2090,7 +2103,7 @@ def _pause_call(
 def pause(
     client: SyncClient,
     *,
-    action: Literal["pause", "resume"],
+    action: PauseAction,
     queue: str | None = None,
     keys: PauseKeys | None = None,
 ) -> int:
@@ -2118,7 +2131,7 @@ def pause(
 async def pause_async(
     client: AsyncClient,
     *,
-    action: Literal["pause", "resume"],
+    action: PauseAction,
     queue: str | None = None,
     keys: PauseKeys | None = None,
 ) -> int:
@@ -2135,7 +2148,7 @@ async def pause_async(
 def pause_pipeline(
     pipe: PipelineClient,
     *,
-    action: Literal["pause", "resume"],
+    action: PauseAction,
     queue: str | None = None,
     keys: PauseKeys | None = None,
 ) -> Pending[int]:

@@ -9,7 +9,7 @@
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
-  intArg(args.now, "now", 0)
+  nowArg(args.now) -- stored, and added to a set (addParentJob), as the caller sent it
   -- Refused before anything is written: ids become key names.
   if args.job_id ~= "" then
     checkJobId(args.job_id, "job id")

@@ -16,6 +16,16 @@ local function intArg(value, name, low, high)
   return number
 end
 
+-- The caller's clock: an integer of 0 or more in decimal digits, as the scripts hand it to Redis
+-- as it came (ZADD, ZRANGEBYSCORE, HSET): Redis would refuse the text " 5" that tonumber reads,
+-- after the script's first write.
+local function nowArg(value)
+  if not string.find(value, "^%d+$") then
+    error("now must be an integer from 0 to 2^53 - 1 in decimal digits, got '" .. value .. "'")
+  end
+  return intArg(value, "now", 0)
+end
+
 -- A fraction argument: a number from 0 up to, not including, 1.
 local function fractionArg(value, name)
   local number = tonumber(value)

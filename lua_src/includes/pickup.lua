@@ -34,11 +34,11 @@ end
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
 -- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
--- it for `token`, record that the token holds it (`finished`: the job the same call finished
--- first, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
+-- it for `token`, record that the token holds it (`finished` and `answer`: the job the same call
+-- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
 -- and the milliseconds until the limiter allows another job (0 when there is nothing to do now).
 local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
-    paused, finished)
+    paused, finished, answer)
   promoteDueJobs(prefix, now, paused)
   if paused then
     return { "", {}, 0 }
@@ -70,7 +70,7 @@ local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration,
   end
   local jobKey = prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
-  recordToken(prefix, token, jobId, finished, lockDuration)
+  recordToken(prefix, token, jobId, finished, answer, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
   emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
   refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)

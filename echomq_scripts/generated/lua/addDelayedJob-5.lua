@@ -38,6 +38,16 @@ local function intArg(value, name, low, high)
   return number
 end
 
+-- The caller's clock: an integer of 0 or more in decimal digits, as the scripts hand it to Redis
+-- as it came (ZADD, ZRANGEBYSCORE, HSET): Redis would refuse the text " 5" that tonumber reads,
+-- after the script's first write.
+local function nowArg(value)
+  if not string.find(value, "^%d+$") then
+    error("now must be an integer from 0 to 2^53 - 1 in decimal digits, got '" .. value .. "'")
+  end
+  return intArg(value, "now", 0)
+end
+
 -- A fraction argument: a number from 0 up to, not including, 1.
 local function fractionArg(value, name)
   local number = tonumber(value)
@@ -79,7 +89,7 @@ end
 -- code (-5 when the parent does not exist).
 local function addJob(idKey, args, extraFields)
   local prefix = queuePrefix(idKey)
-  intArg(args.now, "now", 0)
+  nowArg(args.now) -- stored, and added to a set (addParentJob), as the caller sent it
   -- Refused before anything is written: ids become key names.
   if args.job_id ~= "" then
     checkJobId(args.job_id, "job id")
@@ -182,7 +192,7 @@ local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, pau
 end
 
 local delay = intArg(ARGV[8], "delay", 0)
-local runAt = intArg(ARGV[5], "now", 0) + delay
+local runAt = nowArg(ARGV[5]) + delay
 local jobId, added = addJob(KEYS[3], addArgs(), { "delay", delay })
 if jobId == -5 then
   return -5

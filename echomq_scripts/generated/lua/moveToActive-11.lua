@@ -45,6 +45,16 @@ local function intArg(value, name, low, high)
   return number
 end
 
+-- The caller's clock: an integer of 0 or more in decimal digits, as the scripts hand it to Redis
+-- as it came (ZADD, ZRANGEBYSCORE, HSET): Redis would refuse the text " 5" that tonumber reads,
+-- after the script's first write.
+local function nowArg(value)
+  if not string.find(value, "^%d+$") then
+    error("now must be an integer from 0 to 2^53 - 1 in decimal digits, got '" .. value .. "'")
+  end
+  return intArg(value, "now", 0)
+end
+
 -- A fraction argument: a number from 0 up to, not including, 1.
 local function fractionArg(value, name)
   local number = tonumber(value)
@@ -131,31 +141,57 @@ local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
 end
 -- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
 -- with fetch_next hands its token on to the job it picks next. The token's record,
--- emq:{q}:token:<token>, names the job the token holds: "<job>", or "<job>:<finished>" when the
--- pickup came with the finish of <finished>. It is set with the lock, for as long, and extendLock
--- renews both, so a call that a client re-sends after losing the reply can be told from a new one.
--- Job ids hold no ":", so the record splits at its first one.
+-- emq:{q}:token:<token>, says which job the token holds and what its last finish answered:
+-- "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held> is then
+-- the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay of a
+-- moveToDelayed). The pickup sets it with the lock and for as long, extendLock renews both, and
+-- a finish rewrites it keeping its time to live, so a call a client re-sends after losing the
+-- reply can be told from a new one. Job ids hold no ":", so the record splits at its colons.
 
-local function recordToken(prefix, token, jobId, finished, ttl)
-  local record = finished and (jobId .. ":" .. finished) or jobId
+local function recordToken(prefix, token, held, finished, answer, ttl)
+  local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
   redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
 end
 
--- The token's record as (the job it holds or held last, the job finished before it or ""), or
--- nil when the token has no record.
+-- Records the answer of a finish that picked no job up, for the time the record has left (XX:
+-- never a record without a time to live).
+local function recordFinish(prefix, token, finished, answer)
+  redis.call("SET", prefix .. "token:" .. token, ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
+end
+
+-- The token's record as (the job it holds or held last, the job it finished or "", that
+-- finish's answer or ""), or nil when the token has no record.
 local function tokenRecord(prefix, token)
   local record = redis.call("GET", prefix .. "token:" .. token)
   if not record then
     return nil
   end
-  return string.match(record, "^([^:]*):?(.*)$")
+  return string.match(record, "^([^:]*):?([^:]*):?(.*)$")
 end
 
 -- The job `token` holds now: the one its record names, while that job's lock holds the token.
 local function heldJob(prefix, token)
   local held = tokenRecord(prefix, token)
-  if held and redis.call("GET", prefix .. held .. ":lock") == token then
+  if held and held ~= "" and redis.call("GET", prefix .. held .. ":lock") == token then
     return held
+  end
+  return nil
+end
+
+-- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
+-- re-sent. The job's "fin" field ("<answer>:<token>") says so until the job's next finish; the
+-- token's record says so while it lives, also after the job was removed or finished again.
+local function landedFinish(prefix, jobId, token)
+  local fin = redis.call("HGET", prefix .. jobId, "fin")
+  if fin then
+    local answer, by = string.match(fin, "^([^:]*):(.*)$")
+    if by == token then
+      return answer
+    end
+  end
+  local _, finished, answer = tokenRecord(prefix, token)
+  if finished == jobId then
+    return answer
   end
   return nil
 end
@@ -192,11 +228,11 @@ end
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
 -- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
--- it for `token`, record that the token holds it (`finished`: the job the same call finished
--- first, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
+-- it for `token`, record that the token holds it (`finished` and `answer`: the job the same call
+-- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
 -- and the milliseconds until the limiter allows another job (0 when there is nothing to do now).
 local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
-    paused, finished)
+    paused, finished, answer)
   promoteDueJobs(prefix, now, paused)
   if paused then
     return { "", {}, 0 }
@@ -228,7 +264,7 @@ local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration,
   end
   local jobKey = prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
-  recordToken(prefix, token, jobId, finished, lockDuration)
+  recordToken(prefix, token, jobId, finished, answer, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
   emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
   refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
@@ -237,7 +273,7 @@ end
 
 local token = tokenArg(ARGV[1])
 local lockDuration = intArg(ARGV[2], "lock_duration", 1)
-intArg(ARGV[3], "now", 0)
+nowArg(ARGV[3])
 local now = ARGV[3] -- as the caller sent it: Redis reads it (see includes/pickup.lua)
 local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
@@ -249,4 +285,5 @@ if held then
   return { held, redis.call("HGETALL", prefix .. held), 0 }
 end
 local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused, nil)
+return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused, nil,
+  nil)

@@ -19,6 +19,11 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
 -- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
 -- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
 -- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
@@ -35,6 +40,16 @@ local function intArg(value, name, low, high)
       .. tostring(value) .. "'")
   end
   return number
+end
+
+-- The caller's clock: an integer of 0 or more in decimal digits, as the scripts hand it to Redis
+-- as it came (ZADD, ZRANGEBYSCORE, HSET): Redis would refuse the text " 5" that tonumber reads,
+-- after the script's first write.
+local function nowArg(value)
+  if not string.find(value, "^%d+$") then
+    error("now must be an integer from 0 to 2^53 - 1 in decimal digits, got '" .. value .. "'")
+  end
+  return intArg(value, "now", 0)
 end
 
 -- A fraction argument: a number from 0 up to, not including, 1.
@@ -64,6 +79,62 @@ local function checkLock(lockKey, token)
     return -6
   end
   return 0
+end
+-- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
+-- with fetch_next hands its token on to the job it picks next. The token's record,
+-- emq:{q}:token:<token>, says which job the token holds and what its last finish answered:
+-- "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held> is then
+-- the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay of a
+-- moveToDelayed). The pickup sets it with the lock and for as long, extendLock renews both, and
+-- a finish rewrites it keeping its time to live, so a call a client re-sends after losing the
+-- reply can be told from a new one. Job ids hold no ":", so the record splits at its colons.
+
+local function recordToken(prefix, token, held, finished, answer, ttl)
+  local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
+  redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
+end
+
+-- Records the answer of a finish that picked no job up, for the time the record has left (XX:
+-- never a record without a time to live).
+local function recordFinish(prefix, token, finished, answer)
+  redis.call("SET", prefix .. "token:" .. token, ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
+end
+
+-- The token's record as (the job it holds or held last, the job it finished or "", that
+-- finish's answer or ""), or nil when the token has no record.
+local function tokenRecord(prefix, token)
+  local record = redis.call("GET", prefix .. "token:" .. token)
+  if not record then
+    return nil
+  end
+  return string.match(record, "^([^:]*):?([^:]*):?(.*)$")
+end
+
+-- The job `token` holds now: the one its record names, while that job's lock holds the token.
+local function heldJob(prefix, token)
+  local held = tokenRecord(prefix, token)
+  if held and held ~= "" and redis.call("GET", prefix .. held .. ":lock") == token then
+    return held
+  end
+  return nil
+end
+
+-- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
+-- re-sent. The job's "fin" field ("<answer>:<token>") says so until the job's next finish; the
+-- token's record says so while it lives, also after the job was removed or finished again.
+local function landedFinish(prefix, jobId, token)
+  local fin = redis.call("HGET", prefix .. jobId, "fin")
+  if fin then
+    local answer, by = string.match(fin, "^([^:]*):(.*)$")
+    if by == token then
+      return answer
+    end
+  end
+  local _, finished, answer = tokenRecord(prefix, token)
+  if finished == jobId then
+    return answer
+  end
+  return nil
 end
 -- The retry delay after `attempt` failed attempts: base * 2^(attempt - 1), plus `jitter` (a
 -- fraction in [0, 1) that the caller drew: Lua's math.random is not random inside Redis) of it.
@@ -113,13 +184,14 @@ local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, pau
 end
 
 local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), intArg(ARGV[3], "now", 0)
+local prefix = queuePrefix(KEYS[1])
 local base, jitter = intArg(ARGV[4], "base", 0), fractionArg(ARGV[5], "jitter")
 local lockState = checkLock(KEYS[8], token)
 if lockState ~= 0 then
-  -- Re-sent after it landed: the job's "fin" names this token, and its delay is the answer.
-  local fin, delay = unpack(redis.call("HMGET", KEYS[7], "fin", "delay"))
-  if fin == "delayed:" .. token then
-    return tonumber(delay)
+  -- Re-sent after it landed: the answer was the delay.
+  local answer = landedFinish(prefix, jobId, token)
+  if answer and string.find(answer, "^%d+$") then
+    return tonumber(answer)
   end
   return lockState
 end
@@ -133,7 +205,8 @@ redis.call("DEL", KEYS[8])
 redis.call("SREM", KEYS[4], jobId)
 local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", "1")
 local delay = backoffDelay(base, attemptsMade, jitter)
-redis.call("HSET", KEYS[7], "delay", delay, "fin", "delayed:" .. token)
+redis.call("HSET", KEYS[7], "delay", delay, "fin", delay .. ":" .. token)
+recordFinish(prefix, token, jobId, delay)
 redis.call("ZADD", KEYS[2], now + delay, jobId)
 signalWork(KEYS[6], now + delay)
 emitEvent(KEYS[3], KEYS[5], "delayed", jobId, "delay", delay, "prev", "active")
