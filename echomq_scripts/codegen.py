@@ -17,7 +17,7 @@ from typing import Any
 
 from . import __version__
 from .errors import EchoMQScriptsError
-from .header import STRING, ArgType
+from .header import STRING, ArgType, Slot
 from .manifest import ScriptBuild, line_map, to_json_bytes
 from .naming import identifier, pascal_case, snake_case
 from .shapes import split_shape
@@ -97,16 +97,20 @@ class KeyView:
         return textwrap.wrap(_doc_line(text), 88)
 
 
-def call_lines(indent: str, function: str, arguments: list[str], suffix: str = "") -> list[str]:
-    """A call laid out as `ruff format` lays it out: on one line when it fits, else with its
-    arguments on one line of their own, else one argument per line with a trailing comma."""
-    one_line = f"{indent}{function}({', '.join(arguments)}){suffix}"
+def call_lines(
+    indent: str, function: str, arguments: list[str], suffix: str = "", brackets: str = "()"
+) -> list[str]:
+    """A call (or a subscript, with `brackets` "[]") laid out as `ruff format` lays it out: on
+    one line when it fits, else with its arguments on one line of their own, else one argument
+    per line with a trailing comma."""
+    start, end = f"{indent}{function}{brackets[0]}", f"{indent}{brackets[1]}{suffix}"
+    one_line = f"{start}{', '.join(arguments)}{brackets[1]}{suffix}"
     if len(one_line) <= _LINE_LENGTH:
         return [one_line]
     inner = f"{indent}    {', '.join(arguments)}"
     if len(inner) <= _LINE_LENGTH:
-        return [f"{indent}{function}(", inner, f"{indent}){suffix}"]
-    return [f"{indent}{function}(", *(f"{indent}    {a}," for a in arguments), f"{indent}){suffix}"]
+        return [start, inner, end]
+    return [start, *(f"{indent}    {a}," for a in arguments), end]
 
 
 def _number(value: float, kind: str) -> str:
@@ -119,6 +123,7 @@ class ArgView:
     param: str  # as the wrapper spells it
     arg: ArgType
     description: str
+    alias: str = ""  # an enum's Literal type alias, named for its script and argument
 
     @property
     def kind(self) -> str:
@@ -126,9 +131,21 @@ class ArgView:
 
     @property
     def annotation(self) -> str:
-        if self.arg.kind == "enum":
-            return "Literal[" + ", ".join(f'"{v}"' for v in self.arg.values) + "]"
-        return _ARG_TYPES[self.arg.kind]
+        return self.alias or _ARG_TYPES[self.arg.kind]
+
+    @property
+    def values_constant(self) -> str:
+        """The module constant that holds an enum's values (from its alias)."""
+        return "_" + snake_case(self.alias).upper()
+
+    def alias_lines(self) -> list[str]:
+        """An enum's `Alias = Literal[...]` and its values' constant."""
+        values = [f'"{v}"' for v in self.arg.values]
+        return [
+            *call_lines("", f"{self.alias} = Literal", values, "", "[]"),
+            f'"""The values of `{self.param}`."""',
+            f"{self.values_constant}: tuple[str, ...] = get_args({self.alias})",
+        ]
 
     def encode(self, value: str, indent: str, suffix: str = ",") -> list[str]:
         """The lines of the runtime call that checks and encodes `value` for this argument,
@@ -138,7 +155,7 @@ class ArgView:
         if arg.kind == "string" and arg.form:
             arguments.append(f'"{arg.form}"')
         elif arg.kind == "enum":
-            arguments.append("(" + ", ".join(f'"{v}"' for v in arg.values) + ")")
+            arguments.append(self.values_constant)
         elif arg.kind == "id" and arg.optional:
             arguments.append("optional=True")
         elif arg.kind in ("int", "number"):
@@ -149,6 +166,13 @@ class ArgView:
             if arg.below:
                 arguments.append("below=True")
         return call_lines(indent, f"runtime.{arg.kind}_arg", arguments, suffix)
+
+    def append_lines(self, value: str, indent: str) -> list[str]:
+        """`_encoded.append(<the encoding call>)`, laid out as ruff lays out a call in a call."""
+        inner = self.encode(value, "", "")
+        if len(inner) == 1:
+            return call_lines(indent, "_encoded.append", inner)
+        return [f"{indent}_encoded.append(", *self.encode(value, indent + "    ", ""), f"{indent})"]
 
 
 @dataclass(frozen=True)
@@ -203,18 +227,29 @@ class ScriptView:
         if header is None:
             count = max((i for i, _, _ in self.script.facts.argv.literal), default=0)
             return [ArgView(f"arg{i}", f"arg{i}", STRING, "") for i in range(1, count + 1)]
-        return [
-            ArgView(a.name, identifier(a.name, _RESERVED), a.arg, a.description)
-            for a in header.args
-        ]
+        return [self._arg_view(a) for a in header.args]
 
-    @property
+    @cached_property
     def rest_arg(self) -> ArgView | None:
         header = self.script.header
         if header is None or header.rest_args is None:
             return None
-        rest = header.rest_args
-        return ArgView(rest.name, identifier(rest.name, _RESERVED), rest.arg, rest.description)
+        return self._arg_view(header.rest_args)
+
+    def _arg_view(self, slot: Slot) -> ArgView:
+        alias = ""
+        if slot.arg.kind == "enum":
+            alias = pascal_case(self.name) + pascal_case(slot.name)
+            if alias == self.keys_class:
+                alias += "Value"  # an argument called keys must not hide the keys class
+        return ArgView(
+            slot.name, identifier(slot.name, _RESERVED), slot.arg, slot.description, alias
+        )
+
+    @property
+    def enum_args(self) -> list[ArgView]:
+        """The arguments whose type is an enum: each gets a Literal alias."""
+        return [a for a in [*self.args, *([self.rest_arg] if self.rest_arg else [])] if a.alias]
 
     @property
     def has_rest_keys(self) -> bool:
@@ -236,10 +271,11 @@ class ScriptView:
         return [a for a in self.args if a.name in named]
 
     @property
-    def template_id_args(self) -> str:
-        """The template arguments that are job ids, as a tuple literal's items."""
-        ids = [f'"{a.name}"' for a in self.template_args if a.kind == "id"]
-        return ", ".join(ids) + ("," if len(ids) == 1 else "")
+    def template_text_args(self) -> str:
+        """The template arguments `keys_for` checks (plain strings: the encoders of `id` and
+        `enum` arguments check theirs), as a tuple literal."""
+        names = [f'"{a.name}"' for a in self.template_args if a.kind == "string"]
+        return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
 
     @property
     def returns(self) -> str:
@@ -372,6 +408,7 @@ def generated_files(
     exports = ["SCRIPTS", "aload_all", "load_all"]
     for view in views:
         exports += [view.keys_class, view.func, view.func + "_async", view.func + "_pipeline"]
+        exports += [a.alias for a in view.enum_args]
         if view.templated:
             exports.append(view.func + "_keys")
     context = {
@@ -381,7 +418,7 @@ def generated_files(
         "exports": sorted(exports, key=_isort_key),
         "all_names": sorted([*exports, "errors"], key=_isort_key),
         "inputs": inputs,
-        "uses_literal": any(a.kind == "enum" for v in views for a in v.args),
+        "uses_literal": any(v.enum_args for v in views),
     }
     files = {
         name: environment.get_template(f"{name}.j2").render(context).encode("utf-8")

@@ -62,8 +62,10 @@ class ArgType:
             return f"{self.kind}({self.form})"
         if self.low is None and self.high is None:
             return self.kind
-        low = "" if self.low is None else f"{self.low:g}"
-        high = "" if self.high is None else f"{self.high:g}"
+        low, high = (
+            "" if bound is None else str(int(bound)) if bound.is_integer() else repr(bound)
+            for bound in (self.low, self.high)
+        )
         return f"{self.kind}({low}..{'<' if self.below else ''}{high})"
 
 

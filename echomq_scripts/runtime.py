@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, get_args
 
 import redis
 import redis.asyncio
@@ -35,7 +35,7 @@ import redis.client
 import redis.cluster
 from redis.crc import key_slot
 
-from .keys import KeyNameError, check_job_id, check_key_part
+from .keys import KeyNameError, check_job_id, check_key_part, check_queue
 from .linemap import LineMap, error_line
 from .shapes import split_shape
 
@@ -56,8 +56,8 @@ _ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster)
 _CLUSTER_PIPELINES = (redis.cluster.ClusterPipeline, redis.asyncio.cluster.ClusterPipeline)
 _PLAIN_PIPELINES = (redis.client.Pipeline, redis.asyncio.client.Pipeline)
 _PIPELINES = (*_PLAIN_PIPELINES, *_CLUSTER_PIPELINES)
-_SYNC_PIPELINES = (redis.client.Pipeline, redis.cluster.ClusterPipeline)
-_ASYNC_PIPELINES = (redis.asyncio.client.Pipeline, redis.asyncio.cluster.ClusterPipeline)
+_SYNC_PIPELINES = get_args(SyncPipeline)
+_ASYNC_PIPELINES = get_args(AsyncPipeline)
 # Client classes (subclasses included) already found acceptable: a call checks a set, not the
 # class hierarchy.
 _CHECKED_SYNC: set[type] = set()
@@ -216,8 +216,6 @@ def int_arg(
     script: str, name: str, value: object, low: int = -MAX_INT, high: int = MAX_INT
 ) -> bytes:
     """An integer from `low` to `high` (a header's `int(<low>..<high>)`)."""
-    if type(value) is int and low <= value <= high:
-        return b"%d" % value
     if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
         return b"%d" % value
     if low == -MAX_INT and high == MAX_INT:
@@ -265,8 +263,8 @@ def id_arg(script: str, name: str, value: object, optional: bool = False) -> byt
     """A job id by the protocol's rule (keys.check_job_id); "" too when `optional` (`id?`)."""
     if optional and value == "":
         return b""
-    check_name(script, f"argument '{name}'", value, job_id=True)
-    return str(value).encode("utf-8")  # a str: check_name refuses anything else
+    check_key_arg(script, name, value, job_id=True)
+    return str(value).encode("utf-8")  # a str: check_key_arg refuses anything else
 
 
 def bool_arg(script: str, name: str, value: object) -> bytes:
@@ -322,17 +320,24 @@ def _template_parts(template: str) -> tuple[tuple[str, str], ...]:
     return tuple(parts)
 
 
-def check_name(script: str, what: str, value: object, job_id: bool = False) -> None:
-    """A value that goes into a key (`what`: "queue" or "argument 'x'"): a job id by the
-    protocol's rule when `job_id` (keys.check_job_id), else keys.check_key_part's text."""
+def check_queue_name(script: str, queue: object) -> None:
+    """A queue name by keys.check_queue's rule."""
+    try:
+        check_queue(queue)  # type: ignore[arg-type]
+    except KeyNameError as exc:
+        raise ArgumentError(f"{script}: {exc}") from None
+
+
+def check_key_arg(script: str, name: str, value: object, job_id: bool = False) -> None:
+    """An argument that goes into a key: a job id by the protocol's rule when `job_id`
+    (keys.check_job_id), else text that cannot break the hash tag (keys.check_key_part)."""
     try:
         if job_id:
             check_job_id(value)  # type: ignore[arg-type]
         else:
-            check_key_part(value, "queue name" if what == "queue" else "value")  # type: ignore[arg-type]
+            check_key_part(value, "value")  # type: ignore[arg-type]
     except KeyNameError as exc:
-        place = "" if what == "queue" else f" {what}:"
-        raise ArgumentError(f"{script}:{place} {exc}") from None
+        raise ArgumentError(f"{script}: argument '{name}': {exc}") from None
 
 
 def check_keys(script: str, keys: object, count: int | None) -> list[str | bytes]:
@@ -484,7 +489,10 @@ class ScriptSpec:
     codes: tuple[int, ...]  # the failure codes the header lists
     package: str  # the package whose lua/ folder holds <script_id>.lua and .map.json
     templates: tuple[str, ...] = ()  # each key's template, when the header gives them
-    id_args: tuple[str, ...] = ()  # the template arguments that are job ids (`id`)
+    # The template arguments `keys_for` checks as key parts (plain strings): the wrapper's own
+    # encoders check the others (`id`, `enum`) first. None, in packages generated before argument
+    # types: check them all.
+    text_args: tuple[str, ...] | None = None
 
 
 # A queue's keys for one script: every key with the queue filled in, and for each key that
@@ -538,16 +546,16 @@ class Script:
         # so a call only copies the list and fills the keys that name an id.
         if type(queue) is not str:
             # Refused by name before the lookup, which a list or another unhashable would fail.
-            check_name(self.spec.script_id, "queue", queue)
+            check_queue_name(self.spec.script_id, queue)
         filled = self._by_queue.get(queue)
         if filled is None:
             filled = self._fill_queue(queue)
         fixed, slots = filled
         keys = list(fixed)
         if slots:
-            script_id, id_args = self.spec.script_id, self.spec.id_args
-            for name, value in ids.items():
-                check_name(script_id, f"argument '{name}'", value, name in id_args)
+            script_id, text_args = self.spec.script_id, self.spec.text_args
+            for name in ids if text_args is None else text_args:
+                check_key_arg(script_id, name, ids[name])
             for index, pieces in slots:
                 keys[index] = "".join([str(ids[t]) if is_id else t for is_id, t in pieces])
         return keys
@@ -557,7 +565,7 @@ class Script:
         return self.keys_for(queue, values)
 
     def _fill_queue(self, queue: str) -> _QueueKeys:
-        check_name(self.spec.script_id, "queue", queue)
+        check_queue_name(self.spec.script_id, queue)
         tag = "{" + queue + "}"
         fixed: list[str] = []
         slots: list[tuple[int, tuple[tuple[bool, str], ...]]] = []
@@ -837,7 +845,7 @@ def _checked_replies(
             )
     if raise_on_error:
         for index, reply in enumerate(replies):
-            if isinstance(reply, Exception):
+            if isinstance(reply, redis.exceptions.ResponseError):  # as redis-py raises them
                 raise _annotated(reply, index, stack)
     return replies
 

@@ -33,6 +33,8 @@ ZSET_STATES = STATES[3:]
 
 # The queue's own keys under emq:{q}: none of them is a job hash.
 QUEUE_KEYS = keys.RESERVED_IDS
+HOSTILE_IDS = [*sorted(keys.RESERVED_IDS), "7:lock", "7:dependencies", "a{b", "x}"]
+"""Ids that could name another key of a queue: the scripts and the wrappers refuse them all."""
 QUEUE_KEY_PREFIXES = ("metrics:", "de:")
 prefix = keys.prefix
 

@@ -95,6 +95,39 @@ def test_variable_lists_and_slots_are_checked(
         module.push_many(r, **arguments)
 
 
+def test_every_argument_type_is_checked_as_its_header_says(
+    edges: tuple[Path, ModuleType], r: redis.Redis
+) -> None:
+    _, module = edges
+    good: dict[str, object] = {
+        "queue": "mail",
+        "job_id": "7",
+        "parent": "",
+        "weight": 3,
+        "ratio": 0.5,
+        "note": "n",
+        "mode": "add",
+        "tags": ["alpha", "kilo"],
+    }
+    assert module.tag_all(r, **good) == 2
+    assert module.tag_all_keys("mail", "7").job == "emq:{mail}:7:tags"
+    bad: list[tuple[dict[str, object], str]] = [
+        ({"job_id": "wait"}, "job id 'wait' is the name of one of the queue's own keys"),
+        ({"parent": "7:lock"}, "job id '7:lock' contains"),
+        ({"weight": 101}, "'weight' must be an int from 1 to 100"),
+        ({"ratio": 0.75}, "'ratio' must be a number >= 0.25 and < 0.75"),
+        ({"note": ""}, "'note' must be a non-empty str"),
+        ({"mode": "merge"}, "'mode' must be one of 'add', 'replace'"),
+        ({"tags": ["alpha", "zulu"]}, "'tags' must be one of 'alpha', 'bravo'"),
+    ]
+    for change, message in bad:
+        with pytest.raises(ArgumentError, match=message):
+            module.tag_all(r, **{**good, **change})
+    with pytest.raises(ArgumentError, match="job id 'events'"):
+        module.tag_all_keys("mail", "events")
+    assert r.zcard("emq:{mail}:7:tags") == 2  # nothing refused reached Redis
+
+
 @pytest.mark.parametrize(
     ("name", "python"),
     [
