@@ -21,7 +21,7 @@
 
 local delay = intArg(ARGV[8], "delay", 0)
 local runAt = nowArg(ARGV[5]) + delay
-local jobId, added = addJob(KEYS[3], addArgs(), { "delay", delay })
+local jobId, added = addJob(KEYS[3], { "delay", delay })
 if jobId == -5 then
   return -5
 end

@@ -17,7 +17,7 @@
 --- @include "includes/addJob"
 --- @include "includes/events"
 
-local jobId, added = addJob(KEYS[3], addArgs(), {})
+local jobId, added = addJob(KEYS[3], {})
 if jobId == -5 then
   return -5
 end

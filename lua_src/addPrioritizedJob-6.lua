@@ -22,7 +22,7 @@
 --- @include "includes/events"
 
 local priority = intArg(ARGV[8], "priority", 1, 2097151)
-local jobId, added = addJob(KEYS[4], addArgs(), { "priority", priority })
+local jobId, added = addJob(KEYS[4], { "priority", priority })
 if jobId == -5 then
   return -5
 end

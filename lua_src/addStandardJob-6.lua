@@ -19,7 +19,7 @@
 --- @include "includes/enqueue"
 --- @include "includes/events"
 
-local jobId, added = addJob(KEYS[4], addArgs(), {})
+local jobId, added = addJob(KEYS[4], {})
 if jobId == -5 then
   return -5
 end

@@ -13,7 +13,9 @@
 --- @include "includes/numbers"
 --- @include "includes/lock"
 
-local token, duration = tokenArg(ARGV[1]), intArg(ARGV[2], "duration", 1)
+local token = tokenArg(ARGV[1])
+digitsArg(ARGV[2], "duration", 1)
+local duration = ARGV[2] -- as the caller sent it: Redis reads it
 local lockState = checkLock(KEYS[1], token)
 if lockState ~= 0 then
   return lockState

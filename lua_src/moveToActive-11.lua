@@ -27,9 +27,10 @@
 --- @include "includes/pickup"
 
 local token = tokenArg(ARGV[1])
-local lockDuration = intArg(ARGV[2], "lock_duration", 1)
+-- Both as the caller sent them: Redis reads them (see includes/pickup.lua).
+digitsArg(ARGV[2], "lock_duration", 1)
 nowArg(ARGV[3])
-local now = ARGV[3] -- as the caller sent it: Redis reads it (see includes/pickup.lua)
+local lockDuration, now = ARGV[2], ARGV[3]
 local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
 local concurrency = intArg(ARGV[6], "concurrency", 0)

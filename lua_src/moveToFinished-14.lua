@@ -57,7 +57,8 @@ local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
 local nowText = ARGV[3]
 local jitter = fractionArg(ARGV[7], "jitter")
 local fetchNext = ARGV[8] == "1"
-local lockDuration = intArg(ARGV[9], "lock_duration", 1)
+digitsArg(ARGV[9], "lock_duration", 1)
+local lockDuration = ARGV[9] -- as the caller sent it, like nowText
 local limitMax = intArg(ARGV[10], "limit_max", 0)
 local limitDuration = intArg(ARGV[11], "limit_duration", 0)
 local concurrency = intArg(ARGV[12], "concurrency", 0)
@@ -80,12 +81,13 @@ if lockState ~= 0 then
   return { went, "", {}, 0 }
 end
 -- Read before anything is written: a failure past this point would leave the job nowhere. Every
--- job hash has "atm", so none means no job.
-local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm")
+-- job hash has "atm", so none means no job; "deps" marks a job that ever had a child.
+local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm", "deps")
 if not stored[4] then
   return -1
 end
-if outcome == "completed" and redis.call("SCARD", jobKey .. ":dependencies") > 0 then
+if outcome == "completed" and stored[5]
+    and redis.call("SCARD", jobKey .. ":dependencies") > 0 then
   return -4
 end
 local opts = jobOptions(stored[1])
@@ -96,13 +98,6 @@ if redis.call("LREM", KEYS[2], "-1", jobId) == 0 then
 end
 redis.call("DEL", jobKey .. ":lock")
 redis.call("SREM", KEYS[5], jobId)
-local paused = nil
-local function isPaused()
-  if paused == nil then
-    paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-  end
-  return paused
-end
 
 -- A completed child: its value goes to the parent, and the last pending one releases it. A
 -- parent that retention removed has no :dependencies any more, so SREM finds nothing to do.
@@ -114,7 +109,7 @@ local function releaseParent()
   local parentId = string.sub(parentKey, #prefix + 1)
   if redis.call("SCARD", parentKey .. ":dependencies") == 0
     and redis.call("ZREM", KEYS[14], parentId) == 1 then
-    enqueueReadyJob(prefix, parentId, isPaused())
+    enqueueReadyJob(prefix, parentId, redis.call("HEXISTS", KEYS[9], "paused") == 1)
     emitEvent(KEYS[4], KEYS[9], "waiting", parentId, "prev", "waiting-children")
   end
 end
@@ -125,16 +120,15 @@ if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
   redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace", ARGV[6],
-    "delay", delay, "fin", "delayed:" .. token)
+    "delay", delay)
   went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", nowText,
-      "fin", "completed:" .. token)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", nowText)
     releaseParent()
   else
     redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
-      ARGV[6], "finishedOn", nowText, "fin", "failed:" .. token)
+      ARGV[6], "finishedOn", nowText)
   end
   redis.call("ZADD", KEYS[12], nowText, jobId)
   redis.call("INCR", KEYS[13])
@@ -149,7 +143,7 @@ end
 local nextJob = { "", {}, 0 }
 if fetchNext then
   nextJob = pickup(prefix, token, lockDuration, nowText, limitMax, limitDuration, concurrency,
-    isPaused(), jobId, went)
+    redis.call("HEXISTS", KEYS[9], "paused") == 1, jobId, went)
 end
 if nextJob[1] == "" then
   -- The token's record keeps this finish's answer for a re-send: the job may be removed, or

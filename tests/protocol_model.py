@@ -73,7 +73,7 @@ class Job:
     finished_on: int | None = None
     returnvalue: str | None = None
     failed_reason: str | None = None
-    fin: str | None = None  # "<answer>:<token>": where it went, or a moveToDelayed's delay
+    deps: bool = False  # the hash's "deps": a child was ever added to it
     lock: str | None = None  # the token that holds the job's lock
     pending: set[str] = field(default_factory=set)  # a parent's pending children, by id
     processed: dict[str, str] = field(default_factory=dict)  # child id -> its return value
@@ -189,6 +189,7 @@ class QueueModel:
         job = Job(job_id, name, opts, now)
         if parent_id:
             self.jobs[parent_id].pending.add(job_id)
+            self.jobs[parent_id].deps = True
             job.parent = parent_id
         if dedup_id:
             self.dedup[dedup_id] = job_id
@@ -303,11 +304,7 @@ class QueueModel:
         return 0 if holder == token else -6
 
     def _landed(self, job_id: str, token: str) -> str | None:
-        """includes/token.lua landedFinish: the job's fin for this token, else the token's
-        record of its last finish."""
-        job = self.jobs.get(job_id)
-        if job is not None and job.fin is not None and job.fin.split(":", 1)[1] == token:
-            return job.fin.split(":", 1)[0]
+        """includes/token.lua landedFinish: the token's record of its last finish."""
         _, finished, answer = self.tokens.get(token, ("", "", ""))
         return answer if finished == job_id else None
 
@@ -373,7 +370,7 @@ class QueueModel:
         job = self.jobs.get(job_id)
         if job is None:
             return -1
-        if outcome == "completed" and job.pending:
+        if outcome == "completed" and job.deps and job.pending:
             return -4
         if job_id not in self.active:
             return -3
@@ -386,12 +383,12 @@ class QueueModel:
             base = (lua_number(backoff.get("delay")) if isinstance(backoff, dict) else 0) or 0
             d = base * 2 ** (job.atm - 1)
             job.delay = math.floor(d + d * jitter)
-            job.failed_reason, job.fin = result, f"delayed:{token}"
+            job.failed_reason = result
             went, retry_at = "delayed", now + job.delay
             job.state = "delayed (in flight)"
         else:
             went = outcome
-            job.finished_on, job.fin = now, f"{outcome}:{token}"
+            job.finished_on = now
             if outcome == "completed":
                 job.returnvalue = result
                 self._release_parent(job, result)
@@ -432,7 +429,6 @@ class QueueModel:
         job.atm += 1
         d = base * 2 ** (job.atm - 1)
         job.delay = math.floor(d + d * jitter)
-        job.fin = f"{job.delay}:{token}"
         self._record_finish(token, job_id, str(job.delay))
         self.delayed[job_id] = now + job.delay
         job.state = "delayed"

@@ -561,7 +561,7 @@ def check_job(
         "finishedOn": job.finished_on,
         "returnvalue": job.returnvalue,
         "failedReason": job.failed_reason,
-        "fin": job.fin,
+        "deps": "1" if job.deps else None,
     }
     want.update({k: str(v) for k, v in optional.items() if v is not None})
     stored.pop("stacktrace", None)  # written with failedReason; the model does not follow it

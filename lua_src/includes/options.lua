@@ -1,7 +1,10 @@
 -- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
 -- script can read them before it writes anything. JSON null reads as absent.
 local function jobOptions(raw)
-  local ok, decoded = pcall(cjson.decode, raw or "{}")
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
   if not ok or type(decoded) ~= "table" then
     return {}
   end

@@ -73,6 +73,10 @@ local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration,
   recordToken(prefix, token, jobId, finished, answer, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
   emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
-  refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  -- A marker at 0 stays: more ready work, or at worst one idle worker woken for nothing (its
+  -- pickup then refreshes the marker). A busy queue's pickup so reads the marker and no list.
+  if redis.call("ZSCORE", KEYS[11], "next") ~= "0" then
+    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  end
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end

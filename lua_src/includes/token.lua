@@ -38,16 +38,9 @@ local function heldJob(prefix, token)
 end
 
 -- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
--- re-sent. The job's "fin" field ("<answer>:<token>") says so until the job's next finish; the
--- token's record says so while it lives, also after the job was removed or finished again.
+-- re-sent. The token's record says so while it lives, also after the job was removed by
+-- retention or finished again by another token.
 local function landedFinish(prefix, jobId, token)
-  local fin = redis.call("HGET", prefix .. jobId, "fin")
-  if fin then
-    local answer, by = string.match(fin, "^([^:]*):(.*)$")
-    if by == token then
-      return answer
-    end
-  end
   local _, finished, answer = tokenRecord(prefix, token)
   if finished == jobId then
     return answer

@@ -38,14 +38,21 @@ local function intArg(value, name, low, high)
   return number
 end
 
--- The caller's clock: an integer of 0 or more in decimal digits, as the scripts hand it to Redis
--- as it came (ZADD, ZRANGEBYSCORE, HSET): Redis would refuse the text " 5" that tonumber reads,
--- after the script's first write.
-local function nowArg(value)
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
+-- only after the script's first write; and a number handed to redis.call costs a conversion to
+-- text. Returns the number, for sums.
+local function digitsArg(value, name, low)
   if not string.find(value, "^%d+$") then
-    error("now must be an integer from 0 to 2^53 - 1 in decimal digits, got '" .. value .. "'")
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
   end
-  return intArg(value, "now", 0)
+  return intArg(value, name, low)
+end
+
+-- The caller's clock, in ms.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
 end
 
 -- A fraction argument: a number from 0 up to, not including, 1.
@@ -82,33 +89,38 @@ local function checkJobId(jobId, what)
   end
 end
 
--- Creates a job's hash, the part every add script shares. `args` holds the add scripts' common
--- arguments: job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id,
--- parent_id. Returns the job id and true when the job is new; the id of the job that already
--- holds the custom id or the deduplication id and false when nothing was added; or a failure
--- code (-5 when the parent does not exist).
-local function addJob(idKey, args, extraFields)
+-- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7:
+-- job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id, parent_id; they
+-- are read here by position (a table of them, built on every add, cost the server more than
+-- some of its calls). Returns the job id and true when the job is new; the id of the job that
+-- already holds the custom id or the deduplication id and false when nothing was added; or a
+-- failure code (-5 when the parent does not exist).
+local function addJob(idKey, extraFields)
+  local customId, opts, now, dedupId, parentId = ARGV[1], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
   local prefix = queuePrefix(idKey)
-  nowArg(args.now) -- stored, and added to a set (addParentJob), as the caller sent it
+  nowArg(now) -- stored, and added to a set (addParentJob), as the caller sent it
   -- Refused before anything is written: ids become key names.
-  if args.job_id ~= "" then
-    checkJobId(args.job_id, "job id")
+  if customId ~= "" then
+    checkJobId(customId, "job id")
   end
-  if args.parent_id ~= "" then
-    checkJobId(args.parent_id, "parent id")
+  if parentId ~= "" then
+    checkJobId(parentId, "parent id")
   end
-  -- An object, not an array: cjson reads both as tables, so the text says which it is.
-  local ok, opts = pcall(cjson.decode, args.opts)
-  if not ok or type(opts) ~= "table" or not string.match(args.opts, "^%s*{") then
-    error("opts must be a JSON object")
+  -- An object, not an array: cjson reads both as tables, so the text says which it is. The
+  -- empty object, the common case, needs no decoding.
+  if opts ~= "{}" then
+    local ok, decoded = pcall(cjson.decode, opts)
+    if not ok or type(decoded) ~= "table" or not string.match(opts, "^%s*{") then
+      error("opts must be a JSON object")
+    end
   end
-  if args.dedup_id ~= "" then
-    local holder = redis.call("GET", prefix .. "de:" .. args.dedup_id)
+  if dedupId ~= "" then
+    local holder = redis.call("GET", prefix .. "de:" .. dedupId)
     if holder then
       return holder, false
     end
   end
-  local jobId = args.job_id
+  local jobId = customId
   if jobId == "" then
     -- A custom id may already hold the next number: skip the numbers taken.
     repeat
@@ -119,36 +131,29 @@ local function addJob(idKey, args, extraFields)
   end
   local jobKey = prefix .. jobId
   local fields = {
-    "name", args.name, "data", args.data, "opts", args.opts,
-    "timestamp", args.now, "atm", "0", "stc", "0",
+    "name", ARGV[2], "data", ARGV[3], "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
   }
-  if args.parent_id ~= "" then
-    local parentKey = prefix .. args.parent_id
+  if parentId ~= "" then
+    local parentKey = prefix .. parentId
     if redis.call("EXISTS", parentKey) == 0 then
       return -5, false
     end
     redis.call("SADD", parentKey .. ":dependencies", jobKey)
+    -- Marks the parent, so that finishing a job that never had a child reads no set (-4).
+    redis.call("HSET", parentKey, "deps", "1")
     fields[#fields + 1] = "parentKey"
     fields[#fields + 1] = parentKey
   end
-  if args.dedup_id ~= "" then
-    redis.call("SET", prefix .. "de:" .. args.dedup_id, jobId)
+  if dedupId ~= "" then
+    redis.call("SET", prefix .. "de:" .. dedupId, jobId)
     fields[#fields + 1] = "deid"
-    fields[#fields + 1] = args.dedup_id
+    fields[#fields + 1] = dedupId
   end
   for _, value in ipairs(extraFields) do
     fields[#fields + 1] = value
   end
   redis.call("HSET", jobKey, unpack(fields))
   return jobId, true
-end
-
--- The add scripts' shared arguments, by name, from their fixed ARGV positions 1..7.
-local function addArgs()
-  return {
-    job_id = ARGV[1], name = ARGV[2], data = ARGV[3], opts = ARGV[4],
-    now = ARGV[5], dedup_id = ARGV[6], parent_id = ARGV[7],
-  }
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
@@ -193,7 +198,7 @@ end
 
 local delay = intArg(ARGV[8], "delay", 0)
 local runAt = nowArg(ARGV[5]) + delay
-local jobId, added = addJob(KEYS[3], addArgs(), { "delay", delay })
+local jobId, added = addJob(KEYS[3], { "delay", delay })
 if jobId == -5 then
   return -5
 end

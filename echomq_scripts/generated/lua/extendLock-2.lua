@@ -32,14 +32,21 @@ local function intArg(value, name, low, high)
   return number
 end
 
--- The caller's clock: an integer of 0 or more in decimal digits, as the scripts hand it to Redis
--- as it came (ZADD, ZRANGEBYSCORE, HSET): Redis would refuse the text " 5" that tonumber reads,
--- after the script's first write.
-local function nowArg(value)
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
+-- only after the script's first write; and a number handed to redis.call costs a conversion to
+-- text. Returns the number, for sums.
+local function digitsArg(value, name, low)
   if not string.find(value, "^%d+$") then
-    error("now must be an integer from 0 to 2^53 - 1 in decimal digits, got '" .. value .. "'")
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
   end
-  return intArg(value, "now", 0)
+  return intArg(value, name, low)
+end
+
+-- The caller's clock, in ms.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
 end
 
 -- A fraction argument: a number from 0 up to, not including, 1.
@@ -71,7 +78,9 @@ local function checkLock(lockKey, token)
   return 0
 end
 
-local token, duration = tokenArg(ARGV[1]), intArg(ARGV[2], "duration", 1)
+local token = tokenArg(ARGV[1])
+digitsArg(ARGV[2], "duration", 1)
+local duration = ARGV[2] -- as the caller sent it: Redis reads it
 local lockState = checkLock(KEYS[1], token)
 if lockState ~= 0 then
   return lockState

@@ -45,14 +45,21 @@ local function intArg(value, name, low, high)
   return number
 end
 
--- The caller's clock: an integer of 0 or more in decimal digits, as the scripts hand it to Redis
--- as it came (ZADD, ZRANGEBYSCORE, HSET): Redis would refuse the text " 5" that tonumber reads,
--- after the script's first write.
-local function nowArg(value)
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
+-- only after the script's first write; and a number handed to redis.call costs a conversion to
+-- text. Returns the number, for sums.
+local function digitsArg(value, name, low)
   if not string.find(value, "^%d+$") then
-    error("now must be an integer from 0 to 2^53 - 1 in decimal digits, got '" .. value .. "'")
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
   end
-  return intArg(value, "now", 0)
+  return intArg(value, name, low)
+end
+
+-- The caller's clock, in ms.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
 end
 
 -- A fraction argument: a number from 0 up to, not including, 1.
@@ -179,16 +186,9 @@ local function heldJob(prefix, token)
 end
 
 -- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
--- re-sent. The job's "fin" field ("<answer>:<token>") says so until the job's next finish; the
--- token's record says so while it lives, also after the job was removed or finished again.
+-- re-sent. The token's record says so while it lives, also after the job was removed by
+-- retention or finished again by another token.
 local function landedFinish(prefix, jobId, token)
-  local fin = redis.call("HGET", prefix .. jobId, "fin")
-  if fin then
-    local answer, by = string.match(fin, "^([^:]*):(.*)$")
-    if by == token then
-      return answer
-    end
-  end
   local _, finished, answer = tokenRecord(prefix, token)
   if finished == jobId then
     return answer
@@ -267,14 +267,19 @@ local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration,
   recordToken(prefix, token, jobId, finished, answer, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
   emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
-  refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  -- A marker at 0 stays: more ready work, or at worst one idle worker woken for nothing (its
+  -- pickup then refreshes the marker). A busy queue's pickup so reads the marker and no list.
+  if redis.call("ZSCORE", KEYS[11], "next") ~= "0" then
+    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  end
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
 
 local token = tokenArg(ARGV[1])
-local lockDuration = intArg(ARGV[2], "lock_duration", 1)
+-- Both as the caller sent them: Redis reads them (see includes/pickup.lua).
+digitsArg(ARGV[2], "lock_duration", 1)
 nowArg(ARGV[3])
-local now = ARGV[3] -- as the caller sent it: Redis reads it (see includes/pickup.lua)
+local lockDuration, now = ARGV[2], ARGV[3]
 local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
 local concurrency = intArg(ARGV[6], "concurrency", 0)

@@ -42,14 +42,21 @@ local function intArg(value, name, low, high)
   return number
 end
 
--- The caller's clock: an integer of 0 or more in decimal digits, as the scripts hand it to Redis
--- as it came (ZADD, ZRANGEBYSCORE, HSET): Redis would refuse the text " 5" that tonumber reads,
--- after the script's first write.
-local function nowArg(value)
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
+-- only after the script's first write; and a number handed to redis.call costs a conversion to
+-- text. Returns the number, for sums.
+local function digitsArg(value, name, low)
   if not string.find(value, "^%d+$") then
-    error("now must be an integer from 0 to 2^53 - 1 in decimal digits, got '" .. value .. "'")
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
   end
-  return intArg(value, "now", 0)
+  return intArg(value, name, low)
+end
+
+-- The caller's clock, in ms.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
 end
 
 -- A fraction argument: a number from 0 up to, not including, 1.
@@ -120,16 +127,9 @@ local function heldJob(prefix, token)
 end
 
 -- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
--- re-sent. The job's "fin" field ("<answer>:<token>") says so until the job's next finish; the
--- token's record says so while it lives, also after the job was removed or finished again.
+-- re-sent. The token's record says so while it lives, also after the job was removed by
+-- retention or finished again by another token.
 local function landedFinish(prefix, jobId, token)
-  local fin = redis.call("HGET", prefix .. jobId, "fin")
-  if fin then
-    local answer, by = string.match(fin, "^([^:]*):(.*)$")
-    if by == token then
-      return answer
-    end
-  end
   local _, finished, answer = tokenRecord(prefix, token)
   if finished == jobId then
     return answer
@@ -205,7 +205,7 @@ redis.call("DEL", KEYS[8])
 redis.call("SREM", KEYS[4], jobId)
 local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", "1")
 local delay = backoffDelay(base, attemptsMade, jitter)
-redis.call("HSET", KEYS[7], "delay", delay, "fin", delay .. ":" .. token)
+redis.call("HSET", KEYS[7], "delay", delay)
 recordFinish(prefix, token, jobId, delay)
 redis.call("ZADD", KEYS[2], now + delay, jobId)
 signalWork(KEYS[6], now + delay)

@@ -62,14 +62,21 @@ local function intArg(value, name, low, high)
   return number
 end
 
--- The caller's clock: an integer of 0 or more in decimal digits, as the scripts hand it to Redis
--- as it came (ZADD, ZRANGEBYSCORE, HSET): Redis would refuse the text " 5" that tonumber reads,
--- after the script's first write.
-local function nowArg(value)
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
+-- only after the script's first write; and a number handed to redis.call costs a conversion to
+-- text. Returns the number, for sums.
+local function digitsArg(value, name, low)
   if not string.find(value, "^%d+$") then
-    error("now must be an integer from 0 to 2^53 - 1 in decimal digits, got '" .. value .. "'")
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
   end
-  return intArg(value, "now", 0)
+  return intArg(value, name, low)
+end
+
+-- The caller's clock, in ms.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
 end
 
 -- A fraction argument: a number from 0 up to, not including, 1.
@@ -91,7 +98,10 @@ end
 -- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
 -- script can read them before it writes anything. JSON null reads as absent.
 local function jobOptions(raw)
-  local ok, decoded = pcall(cjson.decode, raw or "{}")
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
   if not ok or type(decoded) ~= "table" then
     return {}
   end
@@ -278,16 +288,9 @@ local function heldJob(prefix, token)
 end
 
 -- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
--- re-sent. The job's "fin" field ("<answer>:<token>") says so until the job's next finish; the
--- token's record says so while it lives, also after the job was removed or finished again.
+-- re-sent. The token's record says so while it lives, also after the job was removed by
+-- retention or finished again by another token.
 local function landedFinish(prefix, jobId, token)
-  local fin = redis.call("HGET", prefix .. jobId, "fin")
-  if fin then
-    local answer, by = string.match(fin, "^([^:]*):(.*)$")
-    if by == token then
-      return answer
-    end
-  end
   local _, finished, answer = tokenRecord(prefix, token)
   if finished == jobId then
     return answer
@@ -366,7 +369,11 @@ local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration,
   recordToken(prefix, token, jobId, finished, answer, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
   emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
-  refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  -- A marker at 0 stays: more ready work, or at worst one idle worker woken for nothing (its
+  -- pickup then refreshes the marker). A busy queue's pickup so reads the marker and no list.
+  if redis.call("ZSCORE", KEYS[11], "next") ~= "0" then
+    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  end
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
 
@@ -379,7 +386,8 @@ local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
 local nowText = ARGV[3]
 local jitter = fractionArg(ARGV[7], "jitter")
 local fetchNext = ARGV[8] == "1"
-local lockDuration = intArg(ARGV[9], "lock_duration", 1)
+digitsArg(ARGV[9], "lock_duration", 1)
+local lockDuration = ARGV[9] -- as the caller sent it, like nowText
 local limitMax = intArg(ARGV[10], "limit_max", 0)
 local limitDuration = intArg(ARGV[11], "limit_duration", 0)
 local concurrency = intArg(ARGV[12], "concurrency", 0)
@@ -402,12 +410,13 @@ if lockState ~= 0 then
   return { went, "", {}, 0 }
 end
 -- Read before anything is written: a failure past this point would leave the job nowhere. Every
--- job hash has "atm", so none means no job.
-local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm")
+-- job hash has "atm", so none means no job; "deps" marks a job that ever had a child.
+local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm", "deps")
 if not stored[4] then
   return -1
 end
-if outcome == "completed" and redis.call("SCARD", jobKey .. ":dependencies") > 0 then
+if outcome == "completed" and stored[5]
+    and redis.call("SCARD", jobKey .. ":dependencies") > 0 then
   return -4
 end
 local opts = jobOptions(stored[1])
@@ -418,13 +427,6 @@ if redis.call("LREM", KEYS[2], "-1", jobId) == 0 then
 end
 redis.call("DEL", jobKey .. ":lock")
 redis.call("SREM", KEYS[5], jobId)
-local paused = nil
-local function isPaused()
-  if paused == nil then
-    paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-  end
-  return paused
-end
 
 -- A completed child: its value goes to the parent, and the last pending one releases it. A
 -- parent that retention removed has no :dependencies any more, so SREM finds nothing to do.
@@ -436,7 +438,7 @@ local function releaseParent()
   local parentId = string.sub(parentKey, #prefix + 1)
   if redis.call("SCARD", parentKey .. ":dependencies") == 0
     and redis.call("ZREM", KEYS[14], parentId) == 1 then
-    enqueueReadyJob(prefix, parentId, isPaused())
+    enqueueReadyJob(prefix, parentId, redis.call("HEXISTS", KEYS[9], "paused") == 1)
     emitEvent(KEYS[4], KEYS[9], "waiting", parentId, "prev", "waiting-children")
   end
 end
@@ -447,16 +449,15 @@ if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
   redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace", ARGV[6],
-    "delay", delay, "fin", "delayed:" .. token)
+    "delay", delay)
   went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", nowText,
-      "fin", "completed:" .. token)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", nowText)
     releaseParent()
   else
     redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
-      ARGV[6], "finishedOn", nowText, "fin", "failed:" .. token)
+      ARGV[6], "finishedOn", nowText)
   end
   redis.call("ZADD", KEYS[12], nowText, jobId)
   redis.call("INCR", KEYS[13])
@@ -471,7 +472,7 @@ end
 local nextJob = { "", {}, 0 }
 if fetchNext then
   nextJob = pickup(prefix, token, lockDuration, nowText, limitMax, limitDuration, concurrency,
-    isPaused(), jobId, went)
+    redis.call("HEXISTS", KEYS[9], "paused") == 1, jobId, went)
 end
 if nextJob[1] == "" then
   -- The token's record keeps this finish's answer for a re-send: the job may be removed, or
