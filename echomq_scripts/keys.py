@@ -70,7 +70,7 @@ def check_job_id(job_id: str, what: str = "job id") -> str:
     """`job_id` itself, when it can name a job without colliding with another key: non-empty
     UTF-8 text without '{', '}' or ':', and not one of RESERVED_IDS."""
     _check_text(what, job_id)
-    if re.search(r"[{}:]", job_id):
+    if "{" in job_id or "}" in job_id or ":" in job_id:
         raise KeyNameError(
             f"{what} {job_id!r} contains '{{', '}}' or ':', which would make its keys another's"
         )

@@ -263,8 +263,10 @@ def id_arg(script: str, name: str, value: object, optional: bool = False) -> byt
     """A job id by the protocol's rule (keys.check_job_id); "" too when `optional` (`id?`)."""
     if optional and value == "":
         return b""
-    check_key_arg(script, name, value, job_id=True)
-    return str(value).encode("utf-8")  # a str: check_key_arg refuses anything else
+    try:
+        return check_job_id(value).encode("utf-8")  # type: ignore[arg-type]
+    except KeyNameError as exc:
+        raise ArgumentError(f"{script}: argument '{name}': {exc}") from None
 
 
 def bool_arg(script: str, name: str, value: object) -> bytes:
@@ -328,14 +330,11 @@ def check_queue_name(script: str, queue: object) -> None:
         raise ArgumentError(f"{script}: {exc}") from None
 
 
-def check_key_arg(script: str, name: str, value: object, job_id: bool = False) -> None:
-    """An argument that goes into a key: a job id by the protocol's rule when `job_id`
-    (keys.check_job_id), else text that cannot break the hash tag (keys.check_key_part)."""
+def check_key_arg(script: str, name: str, value: object) -> None:
+    """An argument that goes into a key: text that cannot break the hash tag
+    (keys.check_key_part). A job id goes through id_arg, by the protocol's rule."""
     try:
-        if job_id:
-            check_job_id(value)  # type: ignore[arg-type]
-        else:
-            check_key_part(value, "value")  # type: ignore[arg-type]
+        check_key_part(value, "value")  # type: ignore[arg-type]
     except KeyNameError as exc:
         raise ArgumentError(f"{script}: argument '{name}': {exc}") from None
 
