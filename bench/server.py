@@ -1,6 +1,6 @@
 """A private redis-server for the script benchmarks, pinned to its own core.
 
-The server is the tests' own (tests/redis_server.py: a free loopback port, no persistence,
+The server is the tests' own (tests/support/redis_server.py: a free loopback port, no persistence,
 stopped by pid). With two or more cores the server's threads go to the last core and the
 benchmark's own process to the first, so the client's Python and the server's Lua never take
 turns on one core; with one core both share it, and the results say so.
@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from tests.redis_server import RedisServer, RedisUnavailable, find_binary
+from tests.support.redis_server import RedisServer, RedisUnavailable, find_binary
 
 __all__ = [
     "CallgrindServer",

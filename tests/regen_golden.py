@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.golden import PROJECTS, check_output, project_names
+from tests.support.golden import PROJECTS, check_output, project_names
 
 
 def main() -> None:

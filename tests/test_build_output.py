@@ -22,7 +22,8 @@ from echomq_scripts.config import load_config
 from echomq_scripts.errors import ConfigError, OutputError
 from echomq_scripts.pipeline import build
 from echomq_scripts.snapshot import take_snapshot
-from tests.conftest import REPO, run_build, run_cli_then
+from tests.support.environment import REPO
+from tests.support.projects import run_build, run_cli_then
 
 BUNDLE = f"echomq-scripts-{__version__}.tar.gz"
 

@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 
 from echomq_scripts import __version__
-from tests.conftest import REPO, copy_fixture, run_build
+from tests.support.environment import REPO
+from tests.support.projects import copy_fixture, run_build
 
 BUNDLE = f"echomq-scripts-{__version__}.tar.gz"
 

@@ -14,7 +14,8 @@ from click.testing import CliRunner, Result
 
 from echomq_scripts import __version__
 from echomq_scripts.cli import cli
-from tests.conftest import REPO, copy_fixture
+from tests.support.environment import REPO
+from tests.support.projects import copy_fixture
 
 
 @pytest.fixture

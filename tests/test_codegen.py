@@ -16,7 +16,8 @@ import redis
 from echomq_scripts.errors import ConfigError, OutputError
 from echomq_scripts.naming import snake_case
 from echomq_scripts.runtime import ArgumentError
-from tests.conftest import REPO, copy_fixture, run_build, run_cli_then
+from tests.support.environment import REPO
+from tests.support.projects import copy_fixture, run_build, run_cli_then
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,9 @@ import redis.exceptions
 
 from echomq_scripts import generated as g
 from echomq_scripts.runtime import ScriptFailed
-from tests.conftest import start_cluster
-from tests.invariants import assert_one_state
-from tests.redis_cluster import RedisCluster
+from tests.support.environment import start_cluster
+from tests.support.invariants import assert_one_state
+from tests.support.redis_cluster import RedisCluster
 
 JOBS = 120
 QUEUE = "failover"

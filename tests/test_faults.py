@@ -1,6 +1,6 @@
 """Faults in the middle of a run: a worker process killed while it holds jobs, and redis-server
 killed and restarted from its append-only file. In both, no job is lost, none ends in two
-states, and every job completes exactly once (tests/workers.py: `check_completed_once`).
+states, and every job completes exactly once (tests/support/workers.py: `check_completed_once`).
 
 `make test` runs the small sizes; `make soak` the full ones.
 """
@@ -14,10 +14,10 @@ import pytest
 import redis
 
 from echomq_scripts import keys
-from tests.conftest import redis_binary
-from tests.invariants import assert_one_state, text
-from tests.redis_server import RedisServer
-from tests.workers import (
+from tests.support.environment import redis_binary
+from tests.support.invariants import assert_one_state, text
+from tests.support.redis_server import RedisServer
+from tests.support.workers import (
     Fleet,
     Started,
     WorkerConfig,

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from echomq_scripts.diagnostics import CODES
-from tests.golden import PROJECTS, check_output, project_names
+from tests.support.golden import PROJECTS, check_output, project_names
 
 
 @pytest.mark.parametrize("name", project_names())

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO, in_ci, redis_binary, start_cluster
-from tests.redis_server import RedisUnavailable
+from tests.support.environment import REPO, in_ci, redis_binary, start_cluster
+from tests.support.redis_server import RedisUnavailable
 
 A_REDIS_TEST = "tests/test_redis.py::test_extend_lock_extends_only_for_the_holder"
 

@@ -8,7 +8,7 @@ import pytest
 
 from echomq_scripts import __version__
 from echomq_scripts.header import ArgType, Slot, parse_header
-from tests.conftest import REPO
+from tests.support.environment import REPO
 
 
 def lines(text: str) -> tuple[str, ...]:

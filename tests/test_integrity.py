@@ -25,9 +25,9 @@ from echomq_scripts import generated as g
 from echomq_scripts import keys
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import ArgumentError, LuaError
-from tests.conftest import REPO
-from tests.invariants import HOSTILE_IDS, NOW, Client, add_standard, key
-from tests.queue_harness import LOCK_MS, RETRY, Queue
+from tests.support.environment import REPO
+from tests.support.invariants import HOSTILE_IDS, NOW, Client, add_standard, key
+from tests.support.queue_harness import LOCK_MS, RETRY, Queue
 
 ADDS: dict[str, tuple[Callable[..., Any], Callable[[str], Any], list[str]]] = {
     "addStandardJob": (g.add_standard_job, g.add_standard_job_keys, []),

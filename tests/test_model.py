@@ -1,5 +1,5 @@
 """The model-based test: random sequences of every script against a real Redis, beside the plain
-Python model in tests/protocol_model.py.
+Python model in tests/support/protocol_model.py.
 
 Each rule runs one script through its generated wrapper (or, for a hostile id, as another
 runtime would send it) and the same step on the model, and compares the replies. After every
@@ -38,8 +38,8 @@ from hypothesis.stateful import (
 from echomq_scripts import generated as g
 from echomq_scripts import keys
 from echomq_scripts.runtime import ArgumentError, LuaError, ScriptFailed
-from tests.invariants import HOSTILE_IDS, NOW, assert_one_state, text
-from tests.protocol_model import Event, Job, QueueModel
+from tests.support.invariants import HOSTILE_IDS, NOW, assert_one_state, text
+from tests.support.protocol_model import Event, Job, QueueModel
 
 QUEUE = "model"
 LOCK_MS = 60_000

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import redis
 
-from tests.conftest import REPO, run_build, unavailable
-from tests.redis_server import RedisServer
+from tests.support.environment import REPO, unavailable
+from tests.support.projects import run_build
+from tests.support.redis_server import RedisServer
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 

@@ -1,7 +1,7 @@
 """The protocol's scripts driven through their generated wrappers, state by state.
 
-Every scenario checks the one-state invariant (tests/invariants.py) after every step: the
-`Queue` harness (tests/queue_harness.py) runs each wrapper and then the invariant, and also
+Every scenario checks the one-state invariant (tests/support/invariants.py) after every step: the
+`Queue` harness (tests/support/queue_harness.py) runs each wrapper and then the invariant, and also
 checks that getCounts-8 and getJobState-8 tell the same story as the invariant's own reading of
 the eight keys. The `q` fixture runs each scenario on a single server and on a Redis Cluster.
 
@@ -23,7 +23,7 @@ import redis.cluster
 from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import LuaError
-from tests.invariants import (
+from tests.support.invariants import (
     NOW,
     STATES,
     add_delayed,
@@ -32,7 +32,7 @@ from tests.invariants import (
     add_standard,
     text,
 )
-from tests.queue_harness import LOCK_MS, OTHER, RETRY, TOKEN, Queue, run_to
+from tests.support.queue_harness import LOCK_MS, OTHER, RETRY, TOKEN, Queue, run_to
 
 # == adding =================================================================================
 

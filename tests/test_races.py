@@ -4,8 +4,8 @@ A producer process adds the jobs while the workers run: plain, prioritized and d
 some jobs failing their first attempts and retried with a backoff and jitter, a few slow enough
 to need heartbeats. Half the workers take their next job in the finishing call (fetch_next), two
 run two slots each, and a stalled checker runs in its own process every 200 ms. Each worker
-records what it completed (tests/workers.py). The run is over when the completed metric counts
-every job; then each job must be completed exactly once by every count: the workers' records,
+records what it completed (tests/support/workers.py). The run is over when the completed metric
+counts every job; then each job must be completed exactly once by every count: the workers' records,
 the completed set, the stream's `completed` events, the metric, and the one-state invariant.
 A job a worker lost to stalled recovery (a late heartbeat) may run again, but complete only
 once: the test says how many did.
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.redis_server import RedisServer
-from tests.workers import (
+from tests.support.redis_server import RedisServer
+from tests.support.workers import (
     Fleet,
     WorkerConfig,
     check_completed_once,

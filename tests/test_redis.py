@@ -13,7 +13,8 @@ import redis
 from echomq_scripts import keys
 from echomq_scripts.linemap import LineMap, error_line
 from echomq_scripts.runtime import decode
-from tests.conftest import REPO, copy_fixture, run_build
+from tests.support.environment import REPO
+from tests.support.projects import copy_fixture, run_build
 
 # Arguments that scripts accept only from a closed set of words, or as JSON objects.
 NAMED_SAMPLES = {

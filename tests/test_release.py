@@ -16,9 +16,10 @@ import redis.cluster
 from click.testing import CliRunner
 
 from echomq_scripts.cli import cli
-from tests.conftest import FIXTURES, REPO, run_build
-from tests.redis_cluster import RedisCluster
-from tests.redis_server import RedisServer
+from tests.support.environment import FIXTURES, REPO
+from tests.support.projects import run_build
+from tests.support.redis_cluster import RedisCluster
+from tests.support.redis_server import RedisServer
 
 
 def release(

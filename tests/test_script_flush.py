@@ -26,10 +26,9 @@ import redis.cluster
 
 from echomq_scripts import generated as g
 from echomq_scripts.runtime import ArgumentError, NotLoadedError, PipelineIncompleteError
-from tests.invariants import NOW, assert_one_state
-from tests.redis_cluster import RedisCluster
-from tests.redis_server import RedisServer
-from tests.test_wrappers_cluster import queues_on_every_primary
+from tests.support.invariants import NOW, assert_one_state
+from tests.support.redis_cluster import RedisCluster, queues_on_every_primary
+from tests.support.redis_server import RedisServer
 
 Client = redis.Redis | redis.cluster.RedisCluster
 AsyncClient = redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster
@@ -596,22 +595,10 @@ def test_execute_refuses_what_is_not_its_kind_of_pipeline(
 # -- cluster pipelines ------------------------------------------------------------------
 
 
-def two_queues_on_every_primary(rc: redis.cluster.RedisCluster) -> dict[str, str]:
-    """Two queues (two slots) per primary: queue -> the node that owns it."""
-    found: dict[str, str] = {}
-    for number in range(10_000):
-        queue = f"c{number}"
-        node = rc.get_node_from_key(f"emq:{{{queue}}}:wait").name  # type: ignore[no-untyped-call]
-        if list(found.values()).count(node) < 2:
-            found[queue] = node
-    assert len(found) == 6
-    return found
-
-
 def test_cluster_pipelines_run_after_a_flush_of_every_primary(
     rc: redis.cluster.RedisCluster, redis_cluster: RedisCluster
 ) -> None:
-    queues = two_queues_on_every_primary(rc)
+    queues = queues_on_every_primary(rc, per_primary=2, prefix="c")
     for queue in queues:
         rc.rpush(f"emq:{{{queue}}}:wait", "3")
     primaries = redis_cluster.primary_clients()

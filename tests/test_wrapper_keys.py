@@ -22,8 +22,8 @@ from redis.crc import key_slot
 
 from echomq_scripts import generated as g
 from echomq_scripts.runtime import ArgumentError
-from tests.conftest import run_build
-from tests.redis_server import RedisServer
+from tests.support.projects import run_build
+from tests.support.redis_server import RedisServer
 
 # Two hash tags in two different slots, and two plain keys in two different slots.
 TAG_A, TAG_B = "a", "b"

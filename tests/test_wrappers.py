@@ -35,8 +35,9 @@ from echomq_scripts.runtime import (
     ReplyShapeError,
     ScriptFailed,
 )
-from tests.conftest import REPO, copy_fixture, run_build
-from tests.redis_server import RedisServer
+from tests.support.environment import REPO
+from tests.support.projects import copy_fixture, run_build
+from tests.support.redis_server import RedisServer
 
 LOCK, STALLED = "emq:{mail}:7:lock", "emq:{mail}:stalled"
 

@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 
 import redis.asyncio.cluster
 import redis.cluster
 
 from echomq_scripts import generated as g
-from tests.redis_cluster import RedisCluster
-
-
-def queues_on_every_primary(rc: redis.cluster.RedisCluster) -> dict[str, str]:
-    """One queue name per primary: queue -> the node that owns its slot."""
-    found: dict[str, str] = {}
-    for number in itertools.count():
-        queue = f"q{number}"
-        # redis-py leaves these cluster methods unannotated.
-        node = rc.get_node_from_key(f"emq:{{{queue}}}:wait").name  # type: ignore[no-untyped-call]
-        if node not in found.values():
-            found[queue] = node
-        if len(found) == len(rc.get_primaries()):  # type: ignore[no-untyped-call]
-            return found
-    raise AssertionError("unreachable")
+from tests.support.redis_cluster import RedisCluster, queues_on_every_primary
 
 
 def loaded_everywhere(cluster: RedisCluster, names: set[str]) -> list[bool]:

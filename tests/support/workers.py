@@ -1,7 +1,7 @@
 """Worker, producer and stalled-checker processes for the race and fault tests, and the harness
 that runs them.
 
-Each role runs in its own OS process: `python -m tests.workers ROLE CONFIG_JSON`. A process
+Each role runs in its own OS process: `python -m tests.support.workers ROLE CONFIG_JSON`. A process
 talks to Redis only through the generated wrappers (and BZPOPMIN on the marker, EXISTS of the
 stop key, HGET of a job's result), and appends what it did to its own records file, one JSON
 object a line, written unbuffered so that a process killed with SIGKILL leaves every line it
@@ -57,7 +57,7 @@ from redis.retry import Retry
 from echomq_scripts import generated as g
 from echomq_scripts import keys
 from echomq_scripts.runtime import ScriptFailed
-from tests.invariants import assert_one_state, text
+from tests.support.invariants import assert_one_state, text
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -518,7 +518,7 @@ class Fleet:
         spec = Process(role, self.port, self.queue, str(records), asdict(config))
         with stderr.open("wb") as err:
             process = subprocess.Popen(
-                [sys.executable, "-m", "tests.workers", role, json.dumps(asdict(spec))],
+                [sys.executable, "-m", "tests.support.workers", role, json.dumps(asdict(spec))],
                 cwd=REPO,
                 stdin=subprocess.DEVNULL,
                 stdout=err,

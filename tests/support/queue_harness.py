@@ -1,5 +1,5 @@
 """The harness the protocol's tests drive a queue with: `Queue` runs each script through its
-generated wrapper and then checks the one-state invariant (tests/invariants.py), and that
+generated wrapper and then checks the one-state invariant (tests/support/invariants.py), and that
 getCounts-8 and getJobState-8 tell the same story as the invariant's own reading of the eight
 keys. Time comes in arguments only, so nothing sleeps: a lock's expiry is its key's deletion, the
 rate limiter's window passing is its counter's. The `q` fixture (tests/conftest.py) gives a
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 from echomq_scripts import generated as g
-from tests.invariants import (
+from tests.support.invariants import (
     NOW,
     STATES,
     Client,

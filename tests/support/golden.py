@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from echomq_scripts.cli import cli
 
-PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
+PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
 
 
 def project_names() -> list[str]:

@@ -6,6 +6,7 @@ Built from `RedisServer` processes started with cluster mode on, joined with
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 import redis
 import redis.cluster
 
-from tests.redis_server import RedisServer, RedisUnavailable
+from tests.support.redis_server import RedisServer, RedisUnavailable
 
 
 @dataclass
@@ -115,3 +116,21 @@ class RedisCluster:
         for node in self.nodes:
             node.stop()
         self.nodes.clear()
+
+
+def queues_on_every_primary(
+    rc: redis.cluster.RedisCluster, per_primary: int = 1, prefix: str = "q"
+) -> dict[str, str]:
+    """`per_primary` queues (each its own slot) on every primary: queue -> the node that owns it.
+    The names are `prefix` and a number, the first ones that fill every primary."""
+    found: dict[str, str] = {}
+    primaries = len(rc.get_primaries())  # type: ignore[no-untyped-call]
+    for number in itertools.count():
+        queue = f"{prefix}{number}"
+        # redis-py leaves these cluster methods unannotated.
+        node = rc.get_node_from_key(f"emq:{{{queue}}}:wait").name  # type: ignore[no-untyped-call]
+        if list(found.values()).count(node) < per_primary:
+            found[queue] = node
+        if len(found) == primaries * per_primary:
+            return found
+    raise AssertionError("unreachable")
