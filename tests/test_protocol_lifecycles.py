@@ -1,14 +1,9 @@
 """Whole lifecycles of a job, calls that bypass the wrappers, and queues side by side on every
 primary of a cluster.
 
-Every scenario checks the one-state invariant (tests/support/invariants.py) after every step: the
-`Queue` harness (tests/support/queue_harness.py) runs each wrapper and then the invariant, and also
-checks that getCounts-8 and getJobState-8 tell the same story as the invariant's own reading of
-the eight keys. The `q` fixture runs each scenario on a single server and on a Redis Cluster.
-
-Tests marked "Regression (c0b1651)" state documented behaviour that commit c0b1651 broke and
-21a7ef3 fixed; they fail on c0b1651. A script found to break its header or the protocol's
-documents gets a test of the documented behaviour, marked xfail(strict=True) with the reason.
+Each scenario runs through the `Queue` harness, on a single server and on a cluster; what the
+harness checks after every step, and what the markers in these tests mean:
+tests/support/queue_harness.py.
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ getCounts-8 and getJobState-8 tell the same story as the invariant's own reading
 keys. Time comes in arguments only, so nothing sleeps: a lock's expiry is its key's deletion, the
 rate limiter's window passing is its counter's. The `q` fixture (tests/conftest.py) gives a
 `Queue` on a single server and on a Redis Cluster.
+
+The protocol's scenarios (tests/test_protocol_*.py, one file per transition) run through it.
+Those marked "Regression (c0b1651)" state documented behaviour that commit c0b1651 broke and
+21a7ef3 fixed; they fail on c0b1651. A script found to break its header or the protocol's
+documents gets a test of the documented behaviour, marked xfail(strict=True) with the reason.
 """
 
 from __future__ import annotations
