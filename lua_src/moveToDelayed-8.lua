@@ -27,7 +27,7 @@
 --- @include "includes/events"
 --- @include "includes/marker"
 
-local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), intArg(ARGV[3], "now", 0)
+local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
 local prefix = queuePrefix(KEYS[1])
 local base, jitter = intArg(ARGV[4], "base", 0), fractionArg(ARGV[5], "jitter")
 local lockState = checkLock(KEYS[8], token)

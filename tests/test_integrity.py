@@ -291,8 +291,8 @@ def test_a_finish_re_sent_after_its_job_was_retried_and_taken_again(q: Queue) ->
 
 
 def test_a_finish_re_sent_after_another_token_finished_the_job_again(q: Queue) -> None:
-    """The job's fin then names the other token (or the job is gone); the token's own record
-    still answers."""
+    """The other token's finish (or the job's removal by retention) leaves the first token's
+    record as it was: it still answers."""
     for job_id, first, second in (("a", "t-1", "t-2"), ("b", "t-3", "t-4")):
         q.add(job_id, opts={"attempts": 2, "removeOnComplete": job_id == "a"})
         assert q.take_id(token=first) == job_id
@@ -307,6 +307,7 @@ CLOCK_CALLS = {
     "moveToFinished": ["a", "t-1", "5 ", "completed", "1", "", "0", "0", "1000", "0", "0", "0"],
     "moveStalledJobsToWait": ["0", " 5"],
     "moveToActive": ["t-2", "1000", "5.0", "0", "0", "0"],
+    "moveToDelayed": ["a", "t-1", "1e3", "0", "0"],
 }
 
 
@@ -324,6 +325,7 @@ def test_a_clock_not_in_decimal_digits_is_refused_before_any_write(q: Queue, scr
         "moveToFinished": list(g.move_to_finished_keys(q.name, "completed")),
         "moveStalledJobsToWait": list(g.move_stalled_jobs_to_wait_keys(q.name)),
         "moveToActive": list(g.move_to_active_keys(q.name)),
+        "moveToDelayed": list(g.move_to_delayed_keys(q.name, "a")),
     }
     with pytest.raises(LuaError, match=r"now must be an integer from 0 to 2\^53 - 1 in decimal"):
         raw(script, q.r, keys_of[script], CLOCK_CALLS[script])
