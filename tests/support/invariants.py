@@ -147,15 +147,18 @@ def add_standard(
     parent_id: str = "",
 ) -> tuple[str, int]:
     """addStandardJob-6: to wait, or to paused while the queue is paused."""
-    common = {
-        "job_id": job_id,
-        "name": name,
-        "data": data,
-        "now": now,
-        "dedup_id": dedup_id,
-        "parent_id": parent_id,
-    }
-    return _add(g.add_standard_job, r, queue, opts, **common)
+    return _add(
+        g.add_standard_job,
+        r,
+        queue,
+        opts,
+        job_id=job_id,
+        name=name,
+        data=data,
+        now=now,
+        dedup_id=dedup_id,
+        parent_id=parent_id,
+    )
 
 
 def add_delayed(
@@ -172,15 +175,19 @@ def add_delayed(
     parent_id: str = "",
 ) -> tuple[str, int]:
     """addDelayedJob-5: to delayed, scored by now + delay."""
-    common = {
-        "job_id": job_id,
-        "name": name,
-        "data": data,
-        "now": now,
-        "dedup_id": dedup_id,
-        "parent_id": parent_id,
-    }
-    return _add(g.add_delayed_job, r, queue, opts, **common, delay=delay)
+    return _add(
+        g.add_delayed_job,
+        r,
+        queue,
+        opts,
+        delay=delay,
+        job_id=job_id,
+        name=name,
+        data=data,
+        now=now,
+        dedup_id=dedup_id,
+        parent_id=parent_id,
+    )
 
 
 def add_prioritized(
@@ -197,15 +204,19 @@ def add_prioritized(
     parent_id: str = "",
 ) -> tuple[str, int]:
     """addPrioritizedJob-6: to prioritized, lower priorities first."""
-    common = {
-        "job_id": job_id,
-        "name": name,
-        "data": data,
-        "now": now,
-        "dedup_id": dedup_id,
-        "parent_id": parent_id,
-    }
-    return _add(g.add_prioritized_job, r, queue, opts, **common, priority=priority)
+    return _add(
+        g.add_prioritized_job,
+        r,
+        queue,
+        opts,
+        priority=priority,
+        job_id=job_id,
+        name=name,
+        data=data,
+        now=now,
+        dedup_id=dedup_id,
+        parent_id=parent_id,
+    )
 
 
 def add_parent(
@@ -221,12 +232,15 @@ def add_parent(
     parent_id: str = "",
 ) -> tuple[str, int]:
     """addParentJob-4: to waiting-children until its last child completes."""
-    common = {
-        "job_id": job_id,
-        "name": name,
-        "data": data,
-        "now": now,
-        "dedup_id": dedup_id,
-        "parent_id": parent_id,
-    }
-    return _add(g.add_parent_job, r, queue, opts, **common)
+    return _add(
+        g.add_parent_job,
+        r,
+        queue,
+        opts,
+        job_id=job_id,
+        name=name,
+        data=data,
+        now=now,
+        dedup_id=dedup_id,
+        parent_id=parent_id,
+    )
