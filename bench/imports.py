@@ -1,15 +1,15 @@
 """Where a no-op rebuild's start-up goes: `python -X importtime` on the build, summed up.
 
-How to read the numbers: `-X importtime` prints, per imported module, its own (self) time and the
-time including what it imported (cumulative), in microseconds. The tree lists the imports made
-directly by the interpreter, the console script or a function (`site`, `echomq_scripts.cli`,
-`echomq_scripts.pipeline`, ...) and, indented below each, the imports it made first, with their
-cumulative times, down to `depth` levels; entries under 1 ms are left out. A module is charged to
-whoever imported it first: `pathlib` appears under `site` (the editable install's finder loads
-it) and is then free for the CLI. The second table sums self time by top-level package (`click`,
-`echomq_scripts`, `typing`, ...): whose code the time goes to. Both are medians over the runs;
--X importtime adds some overhead of its own, so compare the shares, not the sums, with the timed
-rows.
+How to read the numbers: `-X importtime` prints, per imported module, its own (self) time and
+the time including what it imported (cumulative), in microseconds. The tree lists the imports
+made directly by the interpreter, the console script or a function (`site`,
+`echomq_scripts.toolchain.entry`, ...) and, indented below each, the imports it made first, with
+their cumulative times, down to `depth` levels; entries under 1 ms are left out. A module is
+charged to whoever imported it first: `pathlib` appears under `site` (the editable install's
+finder loads it) and is then free for the CLI. The second table sums self time by top-level
+package (`click`, `echomq_scripts`, `typing`, ...): whose code the time goes to. Both are
+medians over the runs; -X importtime adds some overhead of its own, so compare the shares, not
+the sums, with the timed rows.
 """
 
 from __future__ import annotations

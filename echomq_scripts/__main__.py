@@ -1,5 +1,5 @@
 """`python -m echomq_scripts`: the same command line as `echomq-scripts`."""
 
-from .entry import main
+from .toolchain.entry import main
 
 main()

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from echomq_scripts import __version__
-from echomq_scripts.cache import AnalysisCache
-from echomq_scripts.codes import ERROR_CODES
-from echomq_scripts.config import load_config
-from echomq_scripts.errors import ConfigError, OutputError
-from echomq_scripts.pipeline import build
-from echomq_scripts.snapshot import take_snapshot
+from echomq_scripts.runtime.codes import ERROR_CODES
+from echomq_scripts.toolchain.cache import AnalysisCache
+from echomq_scripts.toolchain.config import load_config
+from echomq_scripts.toolchain.errors import ConfigError, OutputError
+from echomq_scripts.toolchain.pipeline import build
+from echomq_scripts.toolchain.snapshot import take_snapshot
 from tests.support.environment import REPO
 from tests.support.projects import run_build, run_cli_then
 
@@ -237,7 +237,12 @@ def test_noop_rebuild_loads_no_parser(tmp_path: Path) -> None:
     project = repo_copy(tmp_path / "p")
     cache = tmp_path / "cache"
     build_in_subprocess(project, cache, {})
-    heavy = ("tree_sitter", "lupa", "echomq_scripts.analyse", "echomq_scripts.emit")
+    heavy = (
+        "tree_sitter",
+        "lupa",
+        "echomq_scripts.toolchain.analyse",
+        "echomq_scripts.toolchain.output",
+    )
     *output, loaded = run_cli_then(
         project,
         ["build", "--cache-dir", str(cache)],
@@ -271,7 +276,7 @@ def test_an_edited_analyser_does_not_reuse_the_cache(tmp_path: Path) -> None:
         tool / "echomq_scripts",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
-    analyse = tool / "echomq_scripts" / "analyse.py"
+    analyse = tool / "echomq_scripts" / "toolchain" / "analyse.py"
     analyse.write_text(analyse.read_text() + "# edited: the analyser's fingerprint changes\n")
 
     # Each build writes its own output directory: none is a replay of another's stamp.

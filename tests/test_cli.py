@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from echomq_scripts import __version__
-from echomq_scripts.cli import cli
+from echomq_scripts.toolchain.cli import cli
 from tests.support.environment import REPO
 from tests.support.projects import copy_fixture
 
@@ -277,7 +277,15 @@ def test_a_cache_inside_the_sources_or_the_output_is_refused(in_tmp: Path, where
     assert not Path(where).exists()
 
 
-# -- the console script: a plain build runs without click (echomq_scripts/entry.py) --
+# -- the console script: an identical command line is replayed without click (entry.py) --
+
+
+@pytest.fixture(autouse=True)
+def private_default_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The default cache directory (where builds record their command lines) is the test's."""
+    monkeypatch.delenv("ECHOMQ_SCRIPTS_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "echomq-scripts"
 
 
 def run_console(*args: str) -> subprocess.CompletedProcess[str]:
@@ -287,7 +295,22 @@ def run_console(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_console_no_op_answers_as_the_full_command_does(in_tmp: Path) -> None:
+def replay_probe(*args: str) -> subprocess.CompletedProcess[str]:
+    """The console script's replay alone on `args`: exit 10 when it answered them, 9 when it
+    left them to cli.py, 99 when it imported click or the pipeline on the way."""
+    script = (
+        "import os, sys\n"
+        "from echomq_scripts.toolchain.replay import replay_invocation\n"
+        "answered = replay_invocation(os.getcwd(), sys.argv[1:])\n"
+        "heavy = {'click', 'pathlib', 'json', 're', 'typing', 'dataclasses'}\n"
+        "heavy |= {'echomq_scripts.toolchain.pipeline', 'echomq_scripts.toolchain.cli'}\n"
+        "print(sorted(heavy & set(sys.modules)), file=sys.stderr)\n"
+        "sys.exit(99 if heavy & set(sys.modules) else 10 if answered else 9)"
+    )
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
+
+
+def test_console_replay_answers_as_the_full_command_does(in_tmp: Path) -> None:
     copy_fixture("locals", in_tmp)
     os.chdir(in_tmp / "locals")
     cache = str(in_tmp / "cache")
@@ -297,84 +320,62 @@ def test_console_no_op_answers_as_the_full_command_does(in_tmp: Path) -> None:
         "wrote build (3 scripts, 3 analysed, 0 from cache)\n",
     )
     for options in ([], ["--format", "json"], ["--format=json", "--no-strict"]):
-        quick = run_console("build", f"--cache-dir={cache}", *options)
+        run_console("build", f"--cache-dir={cache}", *options)  # records this command line
+        quick = replay_probe("build", f"--cache-dir={cache}", *options)
         full = invoke("build", "--cache-dir", cache, *options)
-        assert (quick.returncode, quick.stdout, quick.stderr) == (
-            full.exit_code,
-            full.stdout,
-            full.stderr,
-        )
-    # The answer came from entry.py, without loading click.
-    probe = run_without_click("build", "--cache-dir", cache)
+        assert quick.returncode == 10
+        assert (quick.stdout, quick.stderr.removesuffix("[]\n")) == (full.stdout, full.stderr)
+    # The answer came from the replay alone, without click, pathlib, json, re or typing.
+    probe = replay_probe("build", "--cache-dir", cache)
     assert probe.returncode == 10
     assert probe.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
     assert "[shadowed-local]" in probe.stderr
 
 
-def test_the_no_op_path_imports_none_of_the_heavy_modules(in_tmp: Path) -> None:
+def test_console_replays_only_the_identical_command_line(in_tmp: Path) -> None:
     copy_fixture("locals", in_tmp)
     os.chdir(in_tmp / "locals")
     cache = str(in_tmp / "cache")
     assert run_console("build", "--cache-dir", cache).returncode == 0
-    script = (
-        "import sys\n"
-        "from echomq_scripts.entry import answer_build\n"
-        "assert answer_build(sys.argv[1:]) == 0\n"
-        "heavy = {'click', 'pathlib', 'json', 're', 'typing', 'echomq_scripts.pipeline'}\n"
-        "print(sorted(heavy & set(sys.modules)), file=sys.stderr)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, "build", "--cache-dir", cache],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0
-    assert done.stderr.splitlines()[-1] == "[]"
+    assert replay_probe("build", "--cache-dir", cache).returncode == 10
+    # The same build spelt otherwise is parsed (and then recorded too); so is a build run
+    # from another directory, and any other command.
+    assert replay_probe(f"--cache-dir={cache}", "build").returncode == 9
+    assert replay_probe("build", f"--cache-dir={cache}").returncode == 9
+    assert replay_probe("check", "--cache-dir", cache).returncode == 9
+    respelt = run_console("build", f"--cache-dir={cache}")
+    assert respelt.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
+    assert replay_probe("build", f"--cache-dir={cache}").returncode == 10
+    os.chdir("lua_src")
+    assert replay_probe("build", "--cache-dir", cache).returncode == 9
+    os.chdir("..")
+    # A changed source, a changed output: the record stands, but the stamp no longer fits.
+    include = Path("lua_src/includes/countJob.lua")
+    include.write_text(include.read_text() + "-- changed\n")
+    assert replay_probe("build", "--cache-dir", cache).returncode == 9
+    rebuilt = run_console("build", "--cache-dir", cache)
+    assert rebuilt.stdout == "wrote build (3 scripts, 2 analysed, 1 from cache)\n"
+    assert replay_probe("build", "--cache-dir", cache).returncode == 10
+    Path("build/scripts/locals-1.lua").write_text("return 0\n")
+    assert replay_probe("build", "--cache-dir", cache).returncode == 9
+    # A build without a stamp (--no-cache, --check) records nothing to replay.
+    assert run_console("build", "--no-cache").returncode == 0
+    assert replay_probe("build", "--no-cache").returncode == 9
 
 
-def run_without_click(*args: str) -> subprocess.CompletedProcess[str]:
-    """entry.answer_build on `args`: exit 10 + its code when it ran without importing click,
-    9 when it handed the command line over, 99 when click was imported."""
-    script = (
-        "import sys\n"
-        "from echomq_scripts.entry import answer_build\n"
-        "code = answer_build(sys.argv[1:])\n"
-        "sys.exit(99 if 'click' in sys.modules else 9 if code is None else 10 + code)"
-    )
-    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
-
-
-def test_console_builds_without_click_and_says_what_the_full_command_says(in_tmp: Path) -> None:
+def test_a_failing_build_is_reported_once(in_tmp: Path) -> None:
     copy_fixture("locals", in_tmp)
     os.chdir(in_tmp / "locals")
     cache = str(in_tmp / "cache")
-    first = run_without_click("build", "--cache-dir", cache)
-    assert (first.returncode, first.stdout) == (
-        10,
-        "wrote build (3 scripts, 3 analysed, 0 from cache)\n",
-    )
-    include = Path("lua_src/includes/countJob.lua")
-    include.write_text(include.read_text() + "-- changed\n")
-    again = run_without_click("build", "--cache-dir", cache)
-    assert again.returncode == 10
-    assert again.stdout == "wrote build (3 scripts, 2 analysed, 1 from cache)\n"
-    # A build that fails on its findings: printed once, exit 1, nothing handed over.
-    strict = run_without_click("build", "--cache-dir", cache, "--strict")
+    strict = run_console("build", "--cache-dir", cache, "--strict")
     full = invoke("build", "--cache-dir", cache, "--strict")
-    assert (strict.returncode, strict.stdout, strict.stderr) == (
-        11,
-        full.stdout,
-        full.stderr,
-    )
-    assert strict.stderr.count("[shadowed-local]") == full.stderr.count("[shadowed-local]") > 0
-    # A mistake goes to cli.py (exit 9 here), which reports it as click does.
-    inside = ["build", "--cache-dir", "lua_src/.cache"]
-    assert run_without_click(*inside).returncode == 9
-    refused = run_console(*inside)
+    assert (strict.returncode, strict.stdout, strict.stderr) == (1, full.stdout, full.stderr)
+    assert strict.stderr.count(" warning(s)\n") == 1  # one summary: the build ran once
+    assert replay_probe("build", "--cache-dir", cache, "--strict").returncode == 9
+    refused = run_console("build", "--cache-dir", "lua_src/.cache")
     assert refused.returncode == 2
-    assert "lies inside" in refused.stderr
+    assert refused.stderr.count("lies inside") == 1
     Path("not-a-dir").write_text("")
-    assert run_without_click("build", "--out", "not-a-dir", "--cache-dir", cache).returncode == 9
     assert run_console("build", "--out", "not-a-dir", "--cache-dir", cache).returncode == 2
 
 
@@ -383,13 +384,11 @@ def test_console_hands_everything_else_to_the_full_command(in_tmp: Path) -> None
     os.chdir(in_tmp / "locals")
     cache = str(in_tmp / "cache")
     assert run_console("build", "--cache-dir", cache).returncode == 0
-    # An out-of-date build: entry.py found no stamp and built, itself.
     include = Path("lua_src/includes/countJob.lua")
     include.write_text(include.read_text() + "-- changed\n")
     rebuilt = run_console("build", "--cache-dir", cache)
     assert rebuilt.stdout == "wrote build (3 scripts, 2 analysed, 1 from cache)\n"
     assert "-- changed" in Path("build/scripts/acrossFiles-1.lua").read_text()
-    # Options the quick path does not take, and mistakes, get click's own answers.
     misspelt = run_console("build", "--cache-dir", cache, "--sorce", "x")
     assert misspelt.returncode == 2
     assert "No such option '--sorce'" in misspelt.stderr
@@ -397,64 +396,6 @@ def test_console_hands_everything_else_to_the_full_command(in_tmp: Path) -> None
     checked = run_console("build", "--cache-dir", cache, "--check")
     assert (checked.returncode, checked.stdout) == (0, "")
     assert "Usage: echomq-scripts build" in run_console("build", "--help").stdout
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["build"],
-        ["build", "--src=s", "--out", "o", "--strict", "--format", "json"],
-        ["build", "--src", "a", "--src", "b/", "--no-strict", "--cache-dir=c"],
-        ["build", "--strict", "--no-strict", "--format=text", "--out=-o"],
-        ["build", "--src", "-x"],
-    ],
-)
-def test_the_quick_path_reads_build_options_as_click_does(argv: list[str]) -> None:
-    from echomq_scripts.entry import _plain_build
-
-    parsed = _plain_build(argv)
-    assert parsed is not None
-    params = cli.commands["build"].make_context("build", argv[1:]).params
-    assert str(params["src"]) == str(Path(str(parsed["src"])))
-    assert str(params["out"]) == str(Path(str(parsed["out"])))
-    cache_dir = params["cache_dir"]
-    assert (None if cache_dir is None else str(cache_dir)) == parsed["cache_dir"]
-    assert (params["strict"], params["output_format"]) == (parsed["strict"], parsed["format"])
-    assert (params["check_only"], params["no_cache"], params["previous"]) == (False, False, None)
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["check"],
-        ["build", "--check"],
-        ["build", "--no-cache"],
-        ["build", "--previous", "x"],
-        ["build", "--src"],
-        ["build", "--src="],
-        ["build", "-h"],
-        ["build", "extra"],
-        ["build", "--format", "yaml"],
-        ["build", "--"],
-    ],
-)
-def test_the_quick_path_leaves_other_command_lines_to_click(argv: list[str]) -> None:
-    from echomq_scripts.entry import _plain_build
-
-    assert _plain_build(argv) is None
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        *("lua_src", "lua_src/", "./lua_src", "a//b/./c/", ".", "./", "..", "../x"),
-        *("/", "//", "///x", "//x/y", "/abs/./p/", "a/../b", "~/x", "-o", "x y"),
-    ],
-)
-def test_path_text_spells_a_path_as_pathlib_does(value: str) -> None:
-    from echomq_scripts.entry import path_text
-
-    assert path_text(value) == str(Path(value))
 
 
 def _stamp_damages() -> list[bytes]:
@@ -501,3 +442,24 @@ def test_a_damaged_stamp_is_a_miss_for_both_paths(in_tmp: Path, damage: bytes) -
     full = invoke("build", "--cache-dir", str(cache))
     assert (full.exit_code, full.exception) == (0, None)
     assert stamped() == good
+
+
+@pytest.mark.parametrize("damage", _stamp_damages())
+def test_a_damaged_command_line_record_is_a_miss(
+    in_tmp: Path, private_default_cache: Path, damage: bytes
+) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = str(in_tmp / "cache")
+    assert run_console("build", "--cache-dir", cache).returncode == 0
+    (record,) = (private_default_cache / "invocations").iterdir()
+    good = record.read_bytes()
+    record.write_bytes(damage)
+    assert replay_probe("build", "--cache-dir", cache).returncode == 9
+    again = run_console("build", "--cache-dir", cache)
+    assert (again.returncode, again.stdout) == (
+        0,
+        "up to date: build (3 scripts, 0 analysed, 3 from cache)\n",
+    )
+    assert "Traceback" not in again.stderr
+    assert record.read_bytes() == good  # recorded afresh, as it was

@@ -13,9 +13,9 @@ from types import ModuleType
 import pytest
 import redis
 
-from echomq_scripts.errors import ConfigError, OutputError
-from echomq_scripts.naming import snake_case
 from echomq_scripts.runtime import ArgumentError
+from echomq_scripts.toolchain.errors import ConfigError, OutputError
+from echomq_scripts.toolchain.naming import snake_case
 from tests.support.environment import REPO
 from tests.support.projects import copy_fixture, run_build, run_cli_then
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from echomq_scripts import keys
+from echomq_scripts.runtime import keys
 from tests.support.environment import redis_binary
 from tests.support.invariants import assert_one_state, text
 from tests.support.redis_server import RedisServer

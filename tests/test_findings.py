@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from echomq_scripts.diagnostics import CODES
+from echomq_scripts.toolchain.diagnostics import CODES
 from tests.support.golden import PROJECTS, check_output, project_names
 
 
@@ -62,7 +62,7 @@ def test_cached_facts_hold_every_field_and_read_back_equal() -> None:
     import dataclasses
     import json
 
-    from echomq_scripts.analyse import Facts, analyse
+    from echomq_scripts.toolchain.analyse import Facts, analyse
 
     # A script with findings, KEYS and ARGV uses, codes, top-level locals and key arguments.
     generated = Path(__file__).parent.parent / "echomq_scripts" / "generated" / "lua"

@@ -7,7 +7,8 @@ import tomllib
 import pytest
 
 from echomq_scripts import __version__
-from echomq_scripts.header import ArgType, Slot, parse_header
+from echomq_scripts.runtime.grammar import ArgType
+from echomq_scripts.toolchain.header import Slot, parse_header
 from tests.support.environment import REPO
 
 
@@ -48,7 +49,8 @@ def test_full_header_is_read_into_fields() -> None:
     assert header.rest_keys == Slot("extra", "more lists", 7)
     assert header.args == (Slot("token", "the token", 8), Slot("ttl", "", 9, arg=ArgType("int")))
     assert header.rest_args == Slot("ids", "job ids", 10)
-    assert header.returns == "tuple[string, hash] | nil"
+    assert header.returns is not None
+    assert header.returns.spelling == "tuple[string, hash] | nil"
     assert header.returns_description == "the job, or nil"
     assert header.codes == (-2, -6)
 
@@ -67,7 +69,8 @@ def test_return_shapes(written: str, canonical: str, description: str) -> None:
     header, problems = parse_header("x-0.lua", lines(f"--- S.\n--- @return {written}\nreturn 1"))
     assert problems == []
     assert header is not None
-    assert (header.returns, header.returns_description) == (canonical, description)
+    assert header.returns is not None
+    assert (header.returns.spelling, header.returns_description) == (canonical, description)
 
 
 def test_a_comment_block_without_tags_is_not_a_header() -> None:
@@ -80,3 +83,4 @@ def test_a_comment_block_without_tags_is_not_a_header() -> None:
 def test_package_version_matches_pyproject() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert project["project"]["version"] == __version__
+

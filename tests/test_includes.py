@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from echomq_scripts.resolve import resolve
-from echomq_scripts.sources import SourceTree
+from echomq_scripts.toolchain.resolve import resolve
+from echomq_scripts.toolchain.sources import SourceTree
 
 
 def write(root: Path, files: dict[str, str]) -> None:

@@ -22,9 +22,8 @@ import redis.cluster
 from hypothesis import HealthCheck, given, settings
 
 from echomq_scripts import generated as g
-from echomq_scripts import keys
 from echomq_scripts.generated import errors
-from echomq_scripts.runtime import ArgumentError, LuaError
+from echomq_scripts.runtime import ArgumentError, LuaError, keys
 from tests.support.environment import REPO
 from tests.support.invariants import HOSTILE_IDS, NOW, Client, add_standard, key
 from tests.support.queue_harness import LOCK_MS, RETRY, Queue

@@ -12,8 +12,8 @@ import pytest
 from redis.crc import key_slot
 
 from echomq_scripts import generated as g
-from echomq_scripts import keys
-from echomq_scripts.naming import snake_case
+from echomq_scripts.runtime import keys
+from echomq_scripts.toolchain.naming import snake_case
 
 BY_QUEUE = [
     keys.wait,

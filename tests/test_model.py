@@ -36,8 +36,7 @@ from hypothesis.stateful import (
 )
 
 from echomq_scripts import generated as g
-from echomq_scripts import keys
-from echomq_scripts.runtime import ArgumentError, LuaError, ScriptFailed
+from echomq_scripts.runtime import ArgumentError, LuaError, ScriptFailed, keys
 from tests.support.invariants import HOSTILE_IDS, NOW, assert_one_state, text
 from tests.support.protocol_model import Event, Job, QueueModel
 

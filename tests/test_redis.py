@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import redis
 
-from echomq_scripts import keys
-from echomq_scripts.linemap import LineMap, error_line
-from echomq_scripts.runtime import decode
+from echomq_scripts.runtime import keys
+from echomq_scripts.runtime.grammar import parse_shape
+from echomq_scripts.runtime.linemap import LineMap, error_line
 from tests.support.environment import REPO
 from tests.support.projects import copy_fixture, run_build
 
@@ -82,7 +82,7 @@ def test_script_load_returns_the_manifest_sha1_and_evalsha_runs(
     if isinstance(reply, int) and reply < 0:
         assert reply in entry["codes"]
     else:
-        decode(entry["returns"]["shape"], reply)  # raises when the reply does not fit it
+        parse_shape(entry["returns"]["shape"]).decoder()(reply)  # raises unless it fits
 
 
 def test_extend_lock_extends_only_for_the_holder(

@@ -15,7 +15,7 @@ import redis
 import redis.cluster
 from click.testing import CliRunner
 
-from echomq_scripts.cli import cli
+from echomq_scripts.toolchain.cli import cli
 from tests.support.environment import FIXTURES, REPO
 from tests.support.projects import run_build
 from tests.support.redis_cluster import RedisCluster

@@ -387,7 +387,7 @@ async def atransaction(client: AsyncClient, queue: str, name: str, number: int) 
             await pipe.watch(counter(queue) + ":watched")
             pipe.multi()  # type: ignore[no-untyped-call]
         adds, pickups = queue_transaction(pipe, queue, name)
-        replies = await pipe.execute() if number % 4 < 2 else await g.aexecute(pipe)
+        replies = await pipe.execute() if number % 4 < 2 else await g.execute_async(pipe)
     return transaction_outcome(queue, name, adds, pickups, replies)
 
 
@@ -457,7 +457,7 @@ async def aplain_pipeline(client: AsyncClient, queue: str, name: str, number: in
     pipe = client.pipeline(transaction=False)
     ids, pending = queue_adds(pipe, queue, name)
     try:
-        return pipeline_outcome(queue, ids, pending, await g.aexecute(pipe), ())
+        return pipeline_outcome(queue, ids, pending, await g.execute_async(pipe), ())
     except PipelineIncompleteError as exc:
         incomplete = exc
     return incomplete_outcome(queue, ids, pending, incomplete)
@@ -582,13 +582,13 @@ def test_execute_refuses_what_is_not_its_kind_of_pipeline(
     with pytest.raises(ArgumentError, match=r"execute takes a .*got Redis$"):
         g.execute(r)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match=r"got Pipeline \(sync pipelines: execute\)"):
-        asyncio.run(g.aexecute(r.pipeline()))  # type: ignore[arg-type]
+        asyncio.run(g.execute_async(r.pipeline()))  # type: ignore[arg-type]
 
     async def with_an_asyncio_pipeline() -> None:
         async with redis.asyncio.Redis(host="127.0.0.1", port=redis_server.port) as client:
             g.execute(client.pipeline())  # type: ignore[arg-type]
 
-    with pytest.raises(ArgumentError, match=r"got Pipeline \(asyncio pipelines: aexecute\)"):
+    with pytest.raises(ArgumentError, match=r"got Pipeline \(asyncio pipelines: execute_async\)"):
         asyncio.run(with_an_asyncio_pipeline())
 
 
@@ -629,7 +629,7 @@ def test_cluster_pipelines_run_after_a_flush_of_every_primary(
     assert rc.get(counter(queue)) == b"1"
 
     async def in_async() -> list[str]:
-        # No aload_all first: the pipeline carries the bodies itself.
+        # No load_all_async first: the pipeline carries the bodies itself.
         for primary in primaries:
             primary.script_flush()
         node = rc.get_default_node()  # type: ignore[no-untyped-call]
@@ -641,7 +641,7 @@ def test_cluster_pipelines_run_after_a_flush_of_every_primary(
                     for q in queues
                     for j in ("3", "3")
                 ]
-                results = await g.aexecute(apipe)
+                results = await g.execute_async(apipe)
             return [p.result(results) for p in waiting]
         finally:
             await client.aclose()

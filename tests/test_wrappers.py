@@ -24,10 +24,7 @@ import redis.asyncio
 from click.testing import CliRunner
 
 from echomq_scripts import generated as g
-from echomq_scripts.cli import cli
-from echomq_scripts.codes import ERROR_CODES
 from echomq_scripts.generated import errors
-from echomq_scripts.naming import snake_case
 from echomq_scripts.runtime import (
     ArgumentError,
     BodyMismatchError,
@@ -35,6 +32,9 @@ from echomq_scripts.runtime import (
     ReplyShapeError,
     ScriptFailed,
 )
+from echomq_scripts.runtime.codes import ERROR_CODES
+from echomq_scripts.toolchain.cli import cli
+from echomq_scripts.toolchain.naming import snake_case
 from tests.support.environment import REPO
 from tests.support.projects import copy_fixture, run_build
 from tests.support.redis_server import RedisServer
@@ -175,28 +175,26 @@ def test_load_all_warms_every_script(r: redis.Redis, redis_server: RedisServer) 
     assert g.load_all(r) == [s.sha for s in g.SCRIPTS]
     assert loaded(r) == ALL_LOADED
     r.script_flush()
-    run_async(redis_server, g.aload_all)
+    run_async(redis_server, g.load_all_async)
     assert loaded(r) == ALL_LOADED
 
 
 def test_queue_keys_kept_between_calls_stay_right_and_bounded() -> None:
-    from echomq_scripts import runtime
     from echomq_scripts.generated.scripts import _EXTEND_LOCK as script
+    from echomq_scripts.runtime.script import _QUEUES_KEPT
 
     assert g.extend_lock_keys("mail", "7") == g.ExtendLockKeys(lock=LOCK, stalled=STALLED)
     # The queue's part is kept after the first call; the id's part is filled on every call.
     assert g.extend_lock_keys("mail", "8").lock == LOCK.replace(":7:", ":8:")
     with pytest.raises(ArgumentError, match="contains"):
         g.extend_lock_keys("mail", "8}")
-    for n in range(runtime._QUEUES_KEPT + 10):
+    for n in range(_QUEUES_KEPT + 10):
         assert g.extend_lock_keys(f"q{n}", "1").lock == f"emq:{{q{n}}}:1:lock"
-    assert len(script._by_queue) <= runtime._QUEUES_KEPT
+    assert len(script._by_queue) <= _QUEUES_KEPT
     assert g.extend_lock_keys("mail", "7").lock == LOCK
     # A value that is no str is refused by name, an unhashable one included.
     with pytest.raises(ArgumentError, match="a queue name must be a non-empty str"):
         script.keys_for(["mail"], {"job_id": "7"})  # type: ignore[arg-type]
-    # Packages generated before keys_for call build_keys.
-    assert script.build_keys("mail", {"job_id": "7"}) == [LOCK, STALLED]
 
 
 # -- argument checks ---------------------------------------------------------------------
@@ -235,7 +233,12 @@ def test_bad_arguments_are_refused_before_anything_is_sent(
 
 
 def test_number_and_json_arguments_are_checked_too() -> None:
-    from echomq_scripts.runtime import encode_arg
+    from echomq_scripts.runtime.grammar import TYPES
+
+    def encode_arg(script: str, name: str, kind: str, value: object) -> bytes:
+        encoder = TYPES[kind].encoder  # the grammar's table names each type's encoder
+        assert encoder is not None
+        return encoder(script, name, value)
 
     assert encode_arg("s", "ratio", "number", 0.5) == b"0.5"
     assert encode_arg("s", "flag", "bool", False) == b"0"

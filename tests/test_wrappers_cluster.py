@@ -76,8 +76,8 @@ def test_cluster_pipelines_load_and_run_the_scripts(
         client = redis.asyncio.cluster.RedisCluster(host=node.host, port=node.port)
         try:
             # Warming every primary is optional (the pipeline carries each body in its first
-            # call); aload_all answers the sha1s the build recorded.
-            assert await g.aload_all(client) == [s.spec.sha1 for s in g.SCRIPTS]
+            # call); load_all_async answers the sha1s the build recorded.
+            assert await g.load_all_async(client) == [s.spec.sha1 for s in g.SCRIPTS]
             async with client.pipeline() as apipe:
                 waiting = [g.get_job_state_pipeline(apipe, queue=q, job_id="3") for q in queues]
                 results = await apipe.execute()

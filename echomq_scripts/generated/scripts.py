@@ -184,7 +184,7 @@ async def add_delayed_job_async(
         parent_id,
         delay,
     )
-    _reply = await _ADD_DELAYED_JOB.arun(client, _keys, _args)
+    _reply = await _ADD_DELAYED_JOB.run_async(client, _keys, _args)
     return cast(tuple[str, int], _ADD_DELAYED_JOB.result(_reply, job_id))
 
 
@@ -215,7 +215,7 @@ def add_delayed_job_pipeline(
         parent_id,
         delay,
     )
-    _index = _ADD_DELAYED_JOB.queue(pipe, _keys, _args)
+    _index = _ADD_DELAYED_JOB.add_to_pipeline(pipe, _keys, _args)
     return Pending(_ADD_DELAYED_JOB, _index, job_id)
 
 
@@ -369,7 +369,7 @@ async def add_parent_job_async(
         dedup_id,
         parent_id,
     )
-    _reply = await _ADD_PARENT_JOB.arun(client, _keys, _args)
+    _reply = await _ADD_PARENT_JOB.run_async(client, _keys, _args)
     return cast(tuple[str, int], _ADD_PARENT_JOB.result(_reply, job_id))
 
 
@@ -398,7 +398,7 @@ def add_parent_job_pipeline(
         dedup_id,
         parent_id,
     )
-    _index = _ADD_PARENT_JOB.queue(pipe, _keys, _args)
+    _index = _ADD_PARENT_JOB.add_to_pipeline(pipe, _keys, _args)
     return Pending(_ADD_PARENT_JOB, _index, job_id)
 
 
@@ -565,7 +565,7 @@ async def add_prioritized_job_async(
         parent_id,
         priority,
     )
-    _reply = await _ADD_PRIORITIZED_JOB.arun(client, _keys, _args)
+    _reply = await _ADD_PRIORITIZED_JOB.run_async(client, _keys, _args)
     return cast(tuple[str, int], _ADD_PRIORITIZED_JOB.result(_reply, job_id))
 
 
@@ -596,7 +596,7 @@ def add_prioritized_job_pipeline(
         parent_id,
         priority,
     )
-    _index = _ADD_PRIORITIZED_JOB.queue(pipe, _keys, _args)
+    _index = _ADD_PRIORITIZED_JOB.add_to_pipeline(pipe, _keys, _args)
     return Pending(_ADD_PRIORITIZED_JOB, _index, job_id)
 
 
@@ -755,7 +755,7 @@ async def add_standard_job_async(
         dedup_id,
         parent_id,
     )
-    _reply = await _ADD_STANDARD_JOB.arun(client, _keys, _args)
+    _reply = await _ADD_STANDARD_JOB.run_async(client, _keys, _args)
     return cast(tuple[str, int], _ADD_STANDARD_JOB.result(_reply, job_id))
 
 
@@ -784,7 +784,7 @@ def add_standard_job_pipeline(
         dedup_id,
         parent_id,
     )
-    _index = _ADD_STANDARD_JOB.queue(pipe, _keys, _args)
+    _index = _ADD_STANDARD_JOB.add_to_pipeline(pipe, _keys, _args)
     return Pending(_ADD_STANDARD_JOB, _index, job_id)
 
 
@@ -918,7 +918,7 @@ async def extend_lock_async(
         duration,
         job_id,
     )
-    _reply = await _EXTEND_LOCK.arun(client, _keys, _args)
+    _reply = await _EXTEND_LOCK.run_async(client, _keys, _args)
     return cast(int, _EXTEND_LOCK.result(_reply, job_id))
 
 
@@ -939,7 +939,7 @@ def extend_lock_pipeline(
         duration,
         job_id,
     )
-    _index = _EXTEND_LOCK.queue(pipe, _keys, _args)
+    _index = _EXTEND_LOCK.add_to_pipeline(pipe, _keys, _args)
     return Pending(_EXTEND_LOCK, _index, job_id)
 
 
@@ -1046,7 +1046,7 @@ async def get_counts_async(
         queue,
         keys,
     )
-    _reply = await _GET_COUNTS.arun(client, _keys, _args)
+    _reply = await _GET_COUNTS.run_async(client, _keys, _args)
     return cast(list[int], _GET_COUNTS.result(_reply))
 
 
@@ -1061,7 +1061,7 @@ def get_counts_pipeline(
         queue,
         keys,
     )
-    _index = _GET_COUNTS.queue(pipe, _keys, _args)
+    _index = _GET_COUNTS.add_to_pipeline(pipe, _keys, _args)
     return Pending(_GET_COUNTS, _index, None)
 
 
@@ -1178,7 +1178,7 @@ async def get_job_state_async(
         keys,
         job_id,
     )
-    _reply = await _GET_JOB_STATE.arun(client, _keys, _args)
+    _reply = await _GET_JOB_STATE.run_async(client, _keys, _args)
     return cast(str, _GET_JOB_STATE.result(_reply, job_id))
 
 
@@ -1195,7 +1195,7 @@ def get_job_state_pipeline(
         keys,
         job_id,
     )
-    _index = _GET_JOB_STATE.queue(pipe, _keys, _args)
+    _index = _GET_JOB_STATE.add_to_pipeline(pipe, _keys, _args)
     return Pending(_GET_JOB_STATE, _index, job_id)
 
 
@@ -1326,7 +1326,7 @@ async def move_stalled_jobs_to_wait_async(
         max_stalled,
         now,
     )
-    _reply = await _MOVE_STALLED_JOBS_TO_WAIT.arun(client, _keys, _args)
+    _reply = await _MOVE_STALLED_JOBS_TO_WAIT.run_async(client, _keys, _args)
     return cast(tuple[list[str], list[str]], _MOVE_STALLED_JOBS_TO_WAIT.result(_reply))
 
 
@@ -1345,7 +1345,7 @@ def move_stalled_jobs_to_wait_pipeline(
         max_stalled,
         now,
     )
-    _index = _MOVE_STALLED_JOBS_TO_WAIT.queue(pipe, _keys, _args)
+    _index = _MOVE_STALLED_JOBS_TO_WAIT.add_to_pipeline(pipe, _keys, _args)
     return Pending(_MOVE_STALLED_JOBS_TO_WAIT, _index, None)
 
 
@@ -1517,7 +1517,7 @@ async def move_to_active_async(
         limit_duration,
         concurrency,
     )
-    _reply = await _MOVE_TO_ACTIVE.arun(client, _keys, _args)
+    _reply = await _MOVE_TO_ACTIVE.run_async(client, _keys, _args)
     return cast(tuple[str, dict[str, str], int], _MOVE_TO_ACTIVE.result(_reply))
 
 
@@ -1544,7 +1544,7 @@ def move_to_active_pipeline(
         limit_duration,
         concurrency,
     )
-    _index = _MOVE_TO_ACTIVE.queue(pipe, _keys, _args)
+    _index = _MOVE_TO_ACTIVE.add_to_pipeline(pipe, _keys, _args)
     return Pending(_MOVE_TO_ACTIVE, _index, None)
 
 
@@ -1713,7 +1713,7 @@ async def move_to_delayed_async(
         base,
         jitter,
     )
-    _reply = await _MOVE_TO_DELAYED.arun(client, _keys, _args)
+    _reply = await _MOVE_TO_DELAYED.run_async(client, _keys, _args)
     return cast(int, _MOVE_TO_DELAYED.result(_reply, job_id))
 
 
@@ -1738,7 +1738,7 @@ def move_to_delayed_pipeline(
         base,
         jitter,
     )
-    _index = _MOVE_TO_DELAYED.queue(pipe, _keys, _args)
+    _index = _MOVE_TO_DELAYED.add_to_pipeline(pipe, _keys, _args)
     return Pending(_MOVE_TO_DELAYED, _index, job_id)
 
 
@@ -1986,7 +1986,7 @@ async def move_to_finished_async(
         limit_duration,
         concurrency,
     )
-    _reply = await _MOVE_TO_FINISHED.arun(client, _keys, _args)
+    _reply = await _MOVE_TO_FINISHED.run_async(client, _keys, _args)
     return cast(tuple[str, str, dict[str, str], int], _MOVE_TO_FINISHED.result(_reply, job_id))
 
 
@@ -2025,7 +2025,7 @@ def move_to_finished_pipeline(
         limit_duration,
         concurrency,
     )
-    _index = _MOVE_TO_FINISHED.queue(pipe, _keys, _args)
+    _index = _MOVE_TO_FINISHED.add_to_pipeline(pipe, _keys, _args)
     return Pending(_MOVE_TO_FINISHED, _index, job_id)
 
 
@@ -2141,7 +2141,7 @@ async def pause_async(
         keys,
         action,
     )
-    _reply = await _PAUSE.arun(client, _keys, _args)
+    _reply = await _PAUSE.run_async(client, _keys, _args)
     return cast(int, _PAUSE.result(_reply))
 
 
@@ -2158,7 +2158,7 @@ def pause_pipeline(
         keys,
         action,
     )
-    _index = _PAUSE.queue(pipe, _keys, _args)
+    _index = _PAUSE.add_to_pipeline(pipe, _keys, _args)
     return Pending(_PAUSE, _index, None)
 
 
@@ -2183,6 +2183,6 @@ def load_all(client: SyncClient) -> list[str]:
     return runtime.load_all(client, SCRIPTS)
 
 
-async def aload_all(client: AsyncClient) -> list[str]:
+async def load_all_async(client: AsyncClient) -> list[str]:
     """`load_all` for redis.asyncio clients."""
-    return await runtime.aload_all(client, SCRIPTS)
+    return await runtime.load_all_async(client, SCRIPTS)

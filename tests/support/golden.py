@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from echomq_scripts.cli import cli
+from echomq_scripts.toolchain.cli import cli
 
 PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
 

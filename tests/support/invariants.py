@@ -18,7 +18,7 @@ import redis
 import redis.cluster
 
 from echomq_scripts import generated as g
-from echomq_scripts import keys
+from echomq_scripts.runtime import keys
 
 # The suites run on one server and on a cluster alike.
 Client = redis.Redis | redis.cluster.RedisCluster

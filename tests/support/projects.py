@@ -8,9 +8,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from echomq_scripts.cache import AnalysisCache
-from echomq_scripts.config import load_config
-from echomq_scripts.pipeline import BuildResult, build
+from echomq_scripts.toolchain.cache import AnalysisCache
+from echomq_scripts.toolchain.config import load_config
+from echomq_scripts.toolchain.pipeline import BuildResult, build
 from tests.support.environment import FIXTURES
 
 
@@ -31,7 +31,7 @@ def run_cli_then(project: Path, args: Sequence[str], then: str) -> list[str]:
     exit with status 0: its exit status is the interpreter's. The lines printed."""
     probe = (
         "import sys\n"
-        "from echomq_scripts.cli import main\n"
+        "from echomq_scripts.toolchain.cli import main\n"
         "status = 0\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    status = exc.code\n"
         f"print({then})\n"

@@ -55,8 +55,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from echomq_scripts import generated as g
-from echomq_scripts import keys
-from echomq_scripts.runtime import ScriptFailed
+from echomq_scripts.runtime import ScriptFailed, keys
 from tests.support.invariants import assert_one_state, text
 
 T = TypeVar("T")

@@ -15,63 +15,33 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from .. import __version__
+from ..runtime.codes import ERROR_CODES
+from ..runtime.grammar import TYPES, ArgType
 from .errors import EchoMQScriptsError
-from .header import STRING, ArgType, Slot
+from .header import Slot
 from .manifest import ScriptBuild, line_map, to_json_bytes
 from .naming import identifier, pascal_case, snake_case
-from .shapes import split_shape
 
 # Names the generated module uses itself: a header argument, key or script of the same name
 # gets a trailing underscore instead of shadowing one.
 _RESERVED = frozenset(
     {"client", "pipe", "queue", "keys", "extra_keys", "runtime", "cast", "annotations"}
     | {"Literal", "NamedTuple", "Sequence", "Pending", "Script", "ScriptSpec", "BY_CODE"}
-    | {"SyncClient", "AsyncClient", "PipelineClient", "SCRIPTS", "load_all", "aload_all"}
-    | {"execute", "aexecute"}
+    | {"SyncClient", "AsyncClient", "PipelineClient", "SCRIPTS", "load_all", "load_all_async"}
+    | {"execute", "execute_async"}
     | {"errors", "scripts"}
 )
 # NamedTuple's own members: a key field of the same name would hide them.
 _TUPLE_MEMBERS = frozenset({"count", "index"})
 
-_ARG_TYPES = {
-    "string": "str",
-    "int": "int",
-    "number": "float",
-    "bool": "bool",
-    "json": "object",
-    "msgpack": "bytes",
-    "bytes": "bytes",
-    "id": "str",
-    "enum": "str",  # Literal[...] of its values: ArgView.annotation
-}
 _LINE_LENGTH = 100  # ruff's, as pyproject.toml sets it
-_SHAPE_TYPES = {
-    "int": "int",
-    "string": "str",
-    "status": "str",
-    "nil": "None",
-    "hash": "dict[str, str]",
-}
 # An argument with one of these names identifies the job a failure is about.
 _JOB_ID_ARGS = ("job_id", "jobId", "id")
 
 
 class CodegenError(EchoMQScriptsError):
     """The scripts cannot be given distinct Python names."""
-
-
-def python_type(shape: str) -> str:
-    """The Python annotation of a return shape: `tuple[string, hash] | nil` -> ..."""
-    shape = shape.strip()
-    parts = split_shape(shape, "|")
-    if len(parts) > 1:
-        return " | ".join(python_type(p) for p in parts)
-    if shape.startswith("list[") and shape.endswith("]"):
-        return f"list[{python_type(shape[5:-1])}]"
-    if shape.startswith("tuple[") and shape.endswith("]"):
-        return f"tuple[{', '.join(python_type(p) for p in split_shape(shape[6:-1], ','))}]"
-    return _SHAPE_TYPES[shape]
 
 
 def _doc_line(text: str) -> str:
@@ -131,7 +101,7 @@ class ArgView:
 
     @property
     def annotation(self) -> str:
-        return self.alias or _ARG_TYPES[self.arg.kind]
+        return self.alias or TYPES[self.arg.kind].annotation
 
     @property
     def values_constant(self) -> str:
@@ -165,7 +135,7 @@ class ArgView:
                 arguments.append(f"high={_number(arg.high, arg.kind)}")
             if arg.below:
                 arguments.append("below=True")
-        return call_lines(indent, f"runtime.{arg.kind}_arg", arguments, suffix)
+        return call_lines(indent, f"runtime.{arg.encoder.__name__}", arguments, suffix)
 
     def append_lines(self, value: str, indent: str) -> list[str]:
         """`_encoded.append(<the encoding call>)`, laid out as ruff lays out a call in a call."""
@@ -208,9 +178,6 @@ class ScriptView:
 
     @cached_property
     def keys(self) -> list[KeyView]:
-        header = self.script.header
-        if header is None:
-            return [KeyView(f"key{i}", "", "", False) for i in range(1, self.entry.num_keys + 1)]
         return [
             KeyView(
                 identifier(k.name.lstrip("_") or "key", _TUPLE_MEMBERS | _RESERVED),
@@ -218,16 +185,12 @@ class ScriptView:
                 k.template,
                 k.unused,
             )
-            for k in header.keys
+            for k in self.script.interface.keys
         ]
 
     @cached_property
     def args(self) -> list[ArgView]:
-        header = self.script.header
-        if header is None:
-            count = max((i for i, _, _ in self.script.facts.argv.literal), default=0)
-            return [ArgView(f"arg{i}", f"arg{i}", STRING, "") for i in range(1, count + 1)]
-        return [self._arg_view(a) for a in header.args]
+        return [self._arg_view(a) for a in self.script.interface.args]
 
     @cached_property
     def rest_arg(self) -> ArgView | None:
@@ -279,12 +242,13 @@ class ScriptView:
 
     @property
     def returns(self) -> str:
-        header = self.script.header
-        return header.returns if header is not None else ""
+        shape = self.script.interface.returns
+        return shape.spelling if shape is not None else ""
 
     @property
     def return_type(self) -> str:
-        return python_type(self.returns) if self.returns else "object"
+        shape = self.script.interface.returns
+        return shape.annotation if shape is not None else "object"
 
     @property
     def sha1(self) -> str:
@@ -319,8 +283,6 @@ class ScriptView:
 
     @property
     def codes(self) -> list[tuple[int, str]]:
-        from .codes import ERROR_CODES
-
         header = self.script.header
         listed = header.codes if header is not None else ()
         return [(code, ERROR_CODES[code]) for code in listed]
@@ -339,7 +301,7 @@ class ScriptView:
                 text = f"{arg.param} ({arg.arg.spelling}): {arg.description or 'ARGV'}"
                 lines += ["    " + line for line in textwrap.wrap(_doc_line(text), 84)]
         if header is not None:
-            returns = f"{header.returns}: {header.returns_description}".rstrip(": ")
+            returns = f"{self.returns}: {header.returns_description}".rstrip(": ")
             lines += ["", "Returns:"] + ["    " + x for x in textwrap.wrap(_doc_line(returns), 84)]
         if self.codes:
             lines += ["", "Raises:"]
@@ -347,11 +309,12 @@ class ScriptView:
         return lines
 
 
-_GENERATOR_FILES = ("codegen.py", "naming.py", "shapes.py", "templates")
+# The generator's own code: this module, naming.py, the templates, and the grammar it reads.
+_GENERATOR_FILES = ("codegen.py", "naming.py", "templates", "../runtime/grammar.py")
 _INPUTS_LINE = re.compile(rb"^# inputs: ([0-9a-f]{64})$", re.MULTILINE)
 
 
-def inputs_digest(manifest_bytes: bytes, package: str) -> str:
+def package_digest(manifest_bytes: bytes, package: str) -> str:
     """What the generated package is a function of: the build's manifest (every script's
     interface, body sha1 and sources), the package's name, and the generator's own code."""
     digest = hashlib.sha256(manifest_bytes + b"\0" + package.encode() + b"\0")
@@ -373,7 +336,7 @@ def generated_files(
     scripts: list[ScriptBuild], package: str, inputs: str, cache_dir: Path | None = None
 ) -> dict[str, bytes]:
     """Every file of the generated package, by its path inside it; `inputs` (from
-    `inputs_digest`) is recorded in __init__.py, so a later build can tell it is current
+    `package_digest`) is recorded in __init__.py, so a later build can tell it is current
     without rendering anything.
 
     With a `cache_dir`, Jinja keeps its compiled templates there: compiling them costs more
@@ -387,7 +350,7 @@ def generated_files(
         bytecode_cache = FileSystemBytecodeCache(str(cache_dir / "templates"))
     environment = Environment(
         bytecode_cache=bytecode_cache,
-        loader=PackageLoader("echomq_scripts", "templates"),
+        loader=PackageLoader("echomq_scripts.toolchain", "templates"),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
@@ -403,9 +366,8 @@ def generated_files(
                 f" '{view.func}': rename one of them"
             )
         functions[view.func] = view.name
-    from .codes import ERROR_CODES
 
-    exports = ["SCRIPTS", "aload_all", "load_all"]
+    exports = ["SCRIPTS", "load_all", "load_all_async"]
     for view in views:
         exports += [view.keys_class, view.func, view.func + "_async", view.func + "_pipeline"]
         exports += [a.alias for a in view.enum_args]

@@ -16,60 +16,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .codes import ERROR_CODES
+from ..runtime.codes import ERROR_CODES
+from ..runtime.grammar import STRING, ArgType, Shape, parse_arg_type, read_shape
 from .diagnostics import Diagnostic, Severity
 from .resolve import DIRECTIVE_START
 
-ARG_TYPES = ("string", "int", "number", "bool", "json", "msgpack", "bytes", "id", "enum")
-# What each type travels as: a job id and an enum value are text (the manifest's `type`).
-WIRE_TYPES = {**{kind: kind for kind in ARG_TYPES}, "id": "string", "enum": "string"}
-STRING_FORMS = ("non-empty", "json-object")
-_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
-_RANGE = re.compile(rf"(?P<low>{_NUMBER})?\.\.(?P<below><)?(?P<high>{_NUMBER})?")
-_ENUM_VALUE = re.compile(r"[A-Za-z0-9_.-]+")
-_SCALAR_SHAPES = ("int", "string", "nil", "status", "hash")
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _TAG = re.compile(r"@(?P<tag>[a-z]+)(?P<rest>\.\.\.)?(?=\s|$)")
-
-
-@dataclass(frozen=True)
-class ArgType:
-    """What an argument may hold, as its header spells it: `int(1..)`, `number(0..<1)`,
-    `enum(completed|failed)`, `id?`, `string(non-empty)`. The scripts refuse what falls
-    outside it, and the generated wrappers refuse the same before sending anything."""
-
-    kind: str  # one of ARG_TYPES
-    low: float | None = None
-    high: float | None = None
-    below: bool = False  # the upper bound itself is excluded: number(0..<1)
-    values: tuple[str, ...] = ()  # an enum's values, in the header's order
-    optional: bool = False  # id?: "" stands for no id
-    form: str = ""  # a string's form: one of STRING_FORMS, or "" for any text
-
-    @property
-    def wire(self) -> str:
-        """The type a runtime encodes the value as (the manifest's `type`)."""
-        return WIRE_TYPES[self.kind]
-
-    @property
-    def spelling(self) -> str:
-        """The type as a header spells it: parse_arg_type(t.spelling) == t."""
-        if self.kind == "id":
-            return "id?" if self.optional else "id"
-        if self.kind == "enum":
-            return f"enum({'|'.join(self.values)})"
-        if self.form:
-            return f"{self.kind}({self.form})"
-        if self.low is None and self.high is None:
-            return self.kind
-        low, high = (
-            "" if bound is None else str(int(bound)) if bound.is_integer() else repr(bound)
-            for bound in (self.low, self.high)
-        )
-        return f"{self.kind}({low}..{'<' if self.below else ''}{high})"
-
-
-STRING = ArgType("string")
 
 
 @dataclass(frozen=True)
@@ -98,9 +51,19 @@ class Header:
     rest_keys: Slot | None = None  # `@key...`: KEYS past the fixed ones, indexed at run time
     args: tuple[Slot, ...] = ()
     rest_args: Slot | None = None
-    returns: str = ""
+    returns: Shape | None = None  # every header that parses has one
     returns_description: str = ""
     codes: tuple[int, ...] = ()
+
+
+def positional_header(num_keys: int, argc: int) -> Header:
+    """What a script without a header declares: its keys and arguments named by position
+    (key1.., arg1..), every argument a string, no summary and no return shape."""
+    return Header(
+        summary="",
+        keys=tuple(Slot(f"key{i}", "", 0) for i in range(1, num_keys + 1)),
+        args=tuple(Slot(f"arg{i}", "", 0) for i in range(1, argc + 1)),
+    )
 
 
 def header_lines(lines: tuple[str, ...]) -> list[tuple[int, str]]:
@@ -139,7 +102,7 @@ class _HeaderReader:
         args: list[Slot] = []
         rest_keys: Slot | None = None
         rest_args: Slot | None = None
-        returns = ("", "")
+        returns: tuple[Shape | None, str] = (None, "")
         saw_return = False
         codes: dict[int, int] = {}
         first_line = found[0][0]
@@ -303,20 +266,12 @@ class _HeaderReader:
             return None
         return code
 
-    def read_shape(self, line: int, col: int, rest: str) -> tuple[str, str] | None:
-        tokens = re.findall(r"[A-Za-z_]+|[\[\],|]|\S+?(?=[\s\[\],|]|$)", rest)
-        parser = _ShapeParser(tokens)
+    def read_shape(self, line: int, col: int, rest: str) -> tuple[Shape, str] | None:
         try:
-            shape = parser.union()
+            return read_shape(rest)
         except ValueError as exc:
             self.error(line, col, f"bad return shape: {exc}")
             return None
-        # What the shape did not consume is the description; find it by position in `rest`.
-        consumed = parser.pos
-        position = 0
-        for token in tokens[:consumed]:
-            position = rest.index(token, position) + len(token)
-        return shape, rest[position:].strip()
 
     def check_unique(self, slots: list[Slot], what: str) -> None:
         seen: set[str] = set()
@@ -324,93 +279,3 @@ class _HeaderReader:
             if slot.name in seen:
                 self.error(slot.line, 1, f"{what} name '{slot.name}' is declared twice")
             seen.add(slot.name)
-
-
-def parse_arg_type(text: str) -> ArgType:
-    """An argument type as a header spells it (docs/authoring.md, `@arg`); ValueError says
-    what is wrong with it."""
-    match = re.fullmatch(r"(?P<kind>[a-z]+)(?P<optional>\?)?(?:\((?P<inner>[^()]*)\))?", text)
-    if match is None or match["kind"] not in ARG_TYPES:
-        raise ValueError(f"unknown argument type '{text}' (one of: {', '.join(ARG_TYPES)})")
-    kind, inner = match["kind"], match["inner"]
-    if match["optional"] and kind != "id":
-        raise ValueError(f"'{text}': only id takes '?' (an id, or \"\" for none)")
-    if kind == "id":
-        if inner is not None:
-            raise ValueError(f"'{text}': id takes no (...)")
-        return ArgType("id", optional=bool(match["optional"]))
-    if kind == "enum":
-        values = tuple(inner.split("|")) if inner else ()
-        if not values or not all(_ENUM_VALUE.fullmatch(v) for v in values):
-            raise ValueError(
-                f"'{text}': expected enum(<value>|<value>...), e.g. enum(pause|resume)"
-            )
-        if len(set(values)) != len(values):
-            raise ValueError(f"'{text}': a value is listed twice")
-        return ArgType("enum", values=values)
-    if inner is None:
-        return ArgType(kind)
-    if kind == "string":
-        if inner not in STRING_FORMS:
-            raise ValueError(f"'{text}': a string's form is one of: {', '.join(STRING_FORMS)}")
-        return ArgType("string", form=inner)
-    if kind not in ("int", "number"):
-        raise ValueError(f"'{text}': {kind} takes no (...)")
-    bounds = _RANGE.fullmatch(inner)
-    if bounds is None or (bounds["low"] is None and bounds["high"] is None):
-        raise ValueError(
-            f"'{text}': expected a range such as {kind}(1..), {kind}(0..10) or (0..<1)"
-        )
-    low = float(bounds["low"]) if bounds["low"] is not None else None
-    high = float(bounds["high"]) if bounds["high"] is not None else None
-    below = bool(bounds["below"])
-    if below and high is None:
-        raise ValueError(f"'{text}': '..<' needs an upper bound")
-    if kind == "int" and any(b is not None and b % 1 for b in (low, high)):
-        raise ValueError(f"'{text}': an int's bounds are integers")
-    if low is not None and high is not None and (high < low or (below and high == low)):
-        raise ValueError(f"'{text}': the range is empty")
-    return ArgType(kind, low=low, high=high, below=below)
-
-
-class _ShapeParser:
-    """Return shapes: `shape := term ('|' term)*`, where a term is one of
-    `int string nil status hash list[shape] tuple[shape, ...]`."""
-
-    def __init__(self, tokens: list[str]) -> None:
-        self.tokens = tokens
-        self.pos = 0
-
-    def peek(self) -> str | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def take(self, expected: str) -> None:
-        if self.peek() != expected:
-            raise ValueError(f"expected '{expected}', found '{self.peek() or 'end of line'}'")
-        self.pos += 1
-
-    def union(self) -> str:
-        terms = [self.term()]
-        while self.peek() == "|":
-            self.pos += 1
-            terms.append(self.term())
-        return " | ".join(terms)
-
-    def term(self) -> str:
-        word = self.peek()
-        if word in _SCALAR_SHAPES:
-            self.pos += 1
-            return word
-        if word in ("list", "tuple"):
-            self.pos += 1
-            self.take("[")
-            items = [self.union()]
-            while word == "tuple" and self.peek() == ",":
-                self.pos += 1
-                items.append(self.union())
-            self.take("]")
-            return f"{word}[{', '.join(items)}]"
-        raise ValueError(
-            f"expected a type (int, string, nil, status, hash, list[...], tuple[...]), found"
-            f" '{word or 'end of line'}'"
-        )

@@ -72,8 +72,8 @@ _fingerprints: dict[tuple[str, ...] | None, bytes] = {}
 
 
 def tool_fingerprint(modules: tuple[str, ...] | None = None) -> bytes:
-    """A digest of this package's code and templates (or of `modules` only) and of the
-    installed parsers."""
+    """A digest of the toolchain's code and templates and the runtime's code (or of `modules`
+    only), and of the installed parsers."""
     known = _fingerprints.get(modules)
     if known is None:
         known = _fingerprints[modules] = _fingerprint(modules)
@@ -82,9 +82,13 @@ def tool_fingerprint(modules: tuple[str, ...] | None = None) -> bytes:
 
 def _fingerprint(modules: tuple[str, ...] | None) -> bytes:
     digest = hashlib.sha256()
-    templates = os.path.join(_PACKAGE_DIR, "templates")
-    everything = [n for n in os.listdir(_PACKAGE_DIR) if n.endswith(".py")]
-    everything += [f"templates/{n}" for n in os.listdir(templates) if n.endswith(".j2")]
+    # The build reads the runtime's grammar and code table too: its modules count as the tool's.
+    everything = [
+        f"{folder}/{name}" if folder != "." else name
+        for folder, suffix in ((".", ".py"), ("templates", ".j2"), ("../runtime", ".py"))
+        for name in os.listdir(os.path.join(_PACKAGE_DIR, folder))
+        if name.endswith(suffix)
+    ]
     names = modules or tuple(sorted(everything))
     for name in names:
         digest.update(name.encode() + b"\0" + _read(os.path.join(_PACKAGE_DIR, name)))
@@ -149,7 +153,7 @@ class AnalysisCache:
             _write_atomically(path, json.dumps(facts.to_json()).encode("utf-8"))
 
 
-def inputs_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) -> str:
+def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) -> str:
     """The digest of everything a build of the `snapshot` of `src` into `out` depends on."""
     digest = hashlib.sha256(tool_fingerprint())
 
@@ -175,19 +179,30 @@ def _stamp_path(cache_dir: StrPath, digest: str) -> str:
     return os.path.join(cache_dir, "builds", f"{digest}.stamp")
 
 
+def _read_sealed(path: str) -> object:
+    """What `_write_sealed` wrote at `path`; ValueError when it is damaged."""
+    # The payload's own sha256 comes first: marshal is not made to read damaged data (a few
+    # wrong bytes can make it allocate gigabytes), so only an intact payload reaches it.
+    data = _read(path)
+    checksum, payload = data[:32], data[32:]
+    if len(checksum) != 32 or hashlib.sha256(payload).digest() != checksum:
+        raise ValueError("damaged")
+    return marshal.loads(payload)
+
+
+def _write_sealed(path: str, value: dict[str, Any]) -> None:
+    payload = marshal.dumps(value)
+    _write_atomically(path, hashlib.sha256(payload).digest() + payload)
+
+
 def replay_build(cache_dir: StrPath, digest: str) -> dict[str, Any] | None:
     """The stamp of an identical earlier build, if every directory it wrote still holds
     exactly the files it wrote there (the build directory, and any generated package)."""
     try:
-        # The payload's own sha256 comes first: marshal is not made to read damaged data (a few
-        # wrong bytes can make it allocate gigabytes), so only an intact payload reaches it.
-        data = _read(_stamp_path(cache_dir, digest))
-        checksum, payload = data[:32], data[32:]
-        if len(checksum) != 32 or hashlib.sha256(payload).digest() != checksum:
-            return None
-        stamp = marshal.loads(payload)
+        stamp = _read_sealed(_stamp_path(cache_dir, digest))
         if not _stamp_shape(stamp):
             return None
+        assert isinstance(stamp, dict)
         directories: dict[str, dict[str, str]] = stamp["outputs"]
         for directory, expected in directories.items():
             present = read_tree(directory) if os.path.isdir(directory) else {}
@@ -233,5 +248,41 @@ def stamp_build(
         for directory, files in outputs.items()
     }
     stamp = {"format": _STAMP_FORMAT, "outputs": recorded, **report}
-    payload = marshal.dumps(stamp)
-    _write_atomically(_stamp_path(cache_dir, digest), hashlib.sha256(payload).digest() + payload)
+    _write_sealed(_stamp_path(cache_dir, digest), stamp)
+
+
+# Invocations: a build that stamps records its command line (the working directory and the raw
+# arguments) in the default cache directory, where the console script finds it without parsing
+# anything: an identical command line names the same sources, output, cache and settings.
+_INVOCATION_FIELDS = ("src", "out", "out_text", "cache", "settings", "output_format")
+
+
+def _invocation_path(cwd: str, argv: list[str]) -> str:
+    key = hashlib.sha256("\0".join([cwd, *argv]).encode("utf-8", "surrogateescape"))
+    return os.path.join(default_cache_dir(), "invocations", f"{key.hexdigest()}.stamp")
+
+
+def record_invocation(cwd: str, argv: list[str], record: dict[str, str]) -> None:
+    """Record what the command line `argv`, run in `cwd`, built; without a default cache
+    directory (no home), nothing is recorded and the command line is always parsed."""
+    try:
+        path = _invocation_path(cwd, argv)
+    except ConfigError:
+        return
+    _write_sealed(path, {"format": _STAMP_FORMAT, "argv": [cwd, *argv], **record})
+
+
+def recorded_invocation(cwd: str, argv: list[str]) -> dict[str, str] | None:
+    """What `record_invocation` recorded for exactly this command line, if anything."""
+    try:
+        record = _read_sealed(_invocation_path(cwd, argv))
+    except (ConfigError, OSError, ValueError, EOFError, TypeError, MemoryError):
+        return None
+    if (
+        not isinstance(record, dict)
+        or record.get("format") != _STAMP_FORMAT
+        or record.get("argv") != [cwd, *argv]  # a hash collision is not the same command line
+        or not all(isinstance(record.get(name), str) for name in _INVOCATION_FIELDS)
+    ):
+        return None
+    return {name: record[name] for name in _INVOCATION_FIELDS}

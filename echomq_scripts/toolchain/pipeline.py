@@ -15,10 +15,10 @@ from .cache import AnalysisCache
 from .checks import CheckOptions, check_script
 from .config import Config
 from .diagnostics import Diagnostic, has_failures
-from .emit import current_files, output_files, write_output
 from .errors import ConfigError
 from .header import parse_header
 from .manifest import ScriptBuild, manifest, to_json_bytes
+from .output import current_files, output_files, write_output
 from .release import ReleaseDiff, ReleaseError, check_version, diff
 from .resolve import resolve
 from .snapshot import Snapshot
@@ -103,10 +103,10 @@ def build(
             raise ReleaseError(f"{problem} (since {previous.get('version')}: {_summary(changes)})")
     result.files = output_files(result.scripts, config.version)
     if package is not None:
-        from .codegen import GENERATED_PACKAGE, generated_files, inputs_digest, recorded_inputs
+        from .codegen import GENERATED_PACKAGE, generated_files, package_digest, recorded_inputs
 
         present = current_files(package, GENERATED_PACKAGE)  # refuses a directory not ours
-        inputs = inputs_digest(result.files["manifest.json"], config.python_module)
+        inputs = package_digest(result.files["manifest.json"], config.python_module)
         if present is not None and recorded_inputs(present) == inputs:
             # Generated from these very inputs: rendering it again would give these bytes.
             # (`build --check` renders it all the same, to catch a hand-edited file.)
@@ -142,10 +142,10 @@ def stale_generated(config: Config, result: BuildResult) -> list[str]:
     """The files of the generated package that differ from what the checked sources give."""
     if config.python_package is None:
         return []
-    from .codegen import GENERATED_PACKAGE, generated_files, inputs_digest
+    from .codegen import GENERATED_PACKAGE, generated_files, package_digest
 
     manifest_bytes = to_json_bytes(manifest(result.scripts, config.version))
-    inputs = inputs_digest(manifest_bytes, config.python_module)
+    inputs = package_digest(manifest_bytes, config.python_module)
     expected = generated_files(result.scripts, config.python_module, inputs)
     present = current_files(config.python_package, GENERATED_PACKAGE) or {}
     names = sorted(set(expected) | set(present))

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..runtime.codes import ERROR_CODES
 from .analyse import Facts, TableUse
-from .codes import ERROR_CODES
 from .diagnostics import Diagnostic, Severity, plural
 from .header import Header, Slot
 from .resolve import ResolvedScript

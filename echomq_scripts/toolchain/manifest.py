@@ -11,10 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from . import __version__
+from .. import __version__
+from ..runtime.codes import ERROR_CODES
 from .analyse import Facts
-from .codes import ERROR_CODES
-from .header import Header, Slot
+from .header import Header, Slot, positional_header
 from .resolve import ResolvedScript
 
 MANIFEST_FORMAT: Final = 1
@@ -36,6 +36,15 @@ class ScriptBuild:
     @property
     def body(self) -> bytes:
         return self.resolved.text.encode("utf-8")
+
+    @property
+    def interface(self) -> Header:
+        """The header; for a script without one, what its code declares: its keys, and as many
+        arguments as the highest ARGV index it reads, named by position."""
+        if self.header is not None:
+            return self.header
+        argc = max((index for index, _, _ in self.facts.argv.literal), default=0)
+        return positional_header(self.resolved.entry.num_keys, argc)
 
     @property
     def script_file(self) -> str:
@@ -77,31 +86,20 @@ def _slot(slot: Slot, with_type: bool) -> dict[str, Any]:
 
 def _interface(script: ScriptBuild) -> dict[str, Any]:
     """The part of a script's entry that its header (or, without one, its code) declares."""
-    header = script.header
-    num_keys = script.resolved.entry.num_keys
-    if header is None:
-        # Without a header, keys are named by position and arguments by the highest index read.
-        argc = max((index for index, _, _ in script.facts.argv.literal), default=0)
-        return {
-            "header": False,
-            "summary": "",
-            "description": "",
-            "keys": [_slot(Slot(f"key{i}", "", 0), False) for i in range(1, num_keys + 1)],
-            "variadicKeys": None,
-            "argv": [_slot(Slot(f"arg{i}", "", 0), True) for i in range(1, argc + 1)],
-            "variadicArgv": None,
-            "returns": None,
-            "codes": [],
-        }
+    header = script.interface
     return {
-        "header": True,
+        "header": script.header is not None,
         "summary": header.summary,
         "description": header.description,
         "keys": [_slot(s, False) for s in header.keys],
         "variadicKeys": _slot(header.rest_keys, False) if header.rest_keys else None,
         "argv": [_slot(s, True) for s in header.args],
         "variadicArgv": _slot(header.rest_args, True) if header.rest_args else None,
-        "returns": {"shape": header.returns, "description": header.returns_description},
+        "returns": (
+            {"shape": header.returns.spelling, "description": header.returns_description}
+            if header.returns is not None
+            else None
+        ),
         "codes": list(header.codes),
     }
 

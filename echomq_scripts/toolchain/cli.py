@@ -6,6 +6,7 @@ Findings go to stderr as text, or to stdout as JSON with `--format json`.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__
-from .build_command import print_findings, render
+from .. import __version__
 from .errors import ConfigError, EchoMQScriptsError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -107,21 +107,21 @@ def build(
     Example:
         echomq-scripts build --src lua_src --out build
     """
-    from .build_command import run_build
+    from .build_command import BuildRequest, run_build
 
-    code = _run(
-        lambda: run_build(
-            src=src,
-            out=out,
-            cache_dir=cache_dir,
-            no_cache=no_cache,
-            strict=strict,
-            output_format=output_format,
-            previous=previous,
-            check_only=check_only,
-        )
+    invocation = click.get_current_context().find_root().obj
+    request = BuildRequest(
+        src=src,
+        out=out,
+        cache_dir=cache_dir,
+        no_cache=no_cache,
+        strict=strict,
+        output_format=output_format,
+        previous=previous,
+        check_only=check_only,
+        invocation=invocation if isinstance(invocation, tuple) else None,
     )
-    sys.exit(code)
+    sys.exit(_run(lambda: run_build(request)))
 
 
 @cli.command()
@@ -135,16 +135,9 @@ def check(
     Example:
         echomq-scripts check --src lua_src --strict
     """
-    from . import pipeline
-    from .build_command import cache_root
-    from .cache import AnalysisCache
-    from .config import load_config
+    from .build_command import run_check
 
-    root = _run(lambda: cache_root(cache_dir, no_cache, src))
-    config = _run(lambda: load_config(src, strict))
-    result = pipeline.check(config, AnalysisCache(root))
-    print_findings(render(result.diagnostics), output_format)
-    sys.exit(1 if result.failed(config.strict) else 0)
+    sys.exit(_run(lambda: run_check(src, strict, cache_dir, no_cache, output_format)))
 
 
 @cli.command(name="diff")
@@ -243,7 +236,7 @@ def explain(location: str, out: Path, src: Path) -> None:
     script, _, raw_line = location.rpartition(":")
     if not script or not raw_line.isdigit() or int(raw_line) < 1:
         raise click.UsageError(f"expected SCRIPT:LINE (e.g. extendLock-2:12), got {location!r}")
-    from .linemap import LineMap
+    from ..runtime.linemap import LineMap
 
     script = Path(script).name.removesuffix(".lua")
     map_path = out / "maps" / f"{script}.json"
@@ -280,5 +273,8 @@ def _run(action: Callable[[], R]) -> R:
         raise click.ClickException(str(exc)) from None
 
 
-def main() -> None:
-    cli(prog_name="echomq-scripts")
+def main(argv: list[str] | None = None) -> None:
+    """The command line `argv` (default: the process's); a `build` that passes records it, with
+    the working directory, for the console script to answer again without click (entry.py)."""
+    args = sys.argv[1:] if argv is None else argv
+    cli.main(args=args, prog_name="echomq-scripts", obj=(os.getcwd(), tuple(args)))

@@ -1,0 +1,264 @@
+"""What `echomq-scripts build` and `check` do once cli.py has parsed their options, step by step:
+find the cache, take one snapshot of the sources, replay an identical earlier build, else run
+the pipeline, print, and stamp what passed. `replay_invocation` is the console script's way in
+(entry.py): it answers a command line identical to one a stamped build ran, without click.
+
+Mistakes in the command line or the project's settings are raised as `UsageProblem` (cli.py
+makes them usage errors, exit 2) before anything is printed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import ConfigError
+from .replay import echo, print_replay, summary_line
+from .snapshot import Snapshot, StrPath
+
+# Light to import (no pathlib until a build runs): the replay path comes through here.
+TYPE_CHECKING = False  # not typing's: see cache.py
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from .config import Config
+    from .diagnostics import Diagnostic
+    from .pipeline import BuildResult
+
+
+class UsageProblem(Exception):
+    """A mistake in the command line or in the project's settings."""
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """`build`'s options as cli.py parsed them."""
+
+    src: Path
+    out: Path
+    cache_dir: Path | None
+    no_cache: bool
+    strict: bool | None
+    output_format: str  # "text" or "json"
+    previous: Path | None
+    check_only: bool
+    # The console script's working directory and raw arguments: a build that stamps records
+    # them, so that the identical command line is answered before click loads.
+    invocation: tuple[str, tuple[str, ...]] | None = None
+
+
+def run_build(request: BuildRequest) -> int:
+    """Check every script and (unless `check_only`) write the build; the exit code."""
+    root = cache_root(request.cache_dir, request.no_cache, request.src, request.out)
+    # One read of the sources serves the up-to-date check and the build itself.
+    snapshot = _snapshot(request.src)
+    digest = _stamp_digest(request, root, snapshot)
+    if root is not None and digest is not None:
+        stamp = _replay_build(root, digest)
+        if stamp is not None:
+            # Nothing changed since a build that passed: say what it said, touch nothing.
+            print_replay(stamp, request.output_format, request.out)
+            _record_invocation(request, root)
+            return 0
+    config, result = _run_pipeline(request, root, snapshot)
+    findings = render(result.diagnostics)
+    print_findings(findings, request.output_format)
+    if result.failed(config.strict):
+        return 1
+    if request.check_only:
+        return _report_stale_package(config, result)
+    print_summary(
+        request.output_format, "wrote" if result.wrote else "up to date:", request.out, result
+    )
+    if root is not None and digest is not None and snapshot is not None:
+        _stamp(request, root, snapshot, digest, config, result, findings)
+    return 0
+
+
+def run_check(
+    src: Path, strict: bool | None, cache_dir: Path | None, no_cache: bool, output_format: str
+) -> int:
+    """`echomq-scripts check`: every check of `build --check` but the generated package's."""
+    from . import pipeline
+    from .cache import AnalysisCache
+
+    root = cache_root(cache_dir, no_cache, src)
+    config = _config(src, strict)
+    result = pipeline.check(config, AnalysisCache(root))
+    print_findings(render(result.diagnostics), output_format)
+    return 1 if result.failed(config.strict) else 0
+
+
+# -- the steps ------------------------------------------------------------------------------
+
+
+def cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | None:
+    """The cache directory to use, refusing one inside the sources or the output."""
+    from pathlib import Path
+
+    from .cache import default_cache_dir
+
+    if no_cache:
+        return None
+    try:
+        root = cache_dir or Path(default_cache_dir())
+    except ConfigError as exc:
+        raise UsageProblem(str(exc)) from None
+    for tree in trees:
+        if _inside(root, tree):
+            raise UsageProblem(
+                f"the cache directory {root} lies inside {tree}: choose one outside it"
+            )
+    return root
+
+
+def _inside(path: StrPath, tree: StrPath) -> bool:
+    """Whether `path` lies in `tree` once both are resolved."""
+    real, real_tree = os.path.realpath(path), os.path.realpath(tree)
+    return real == real_tree or real.startswith(os.path.join(real_tree, ""))
+
+
+def _snapshot(src: Path) -> Snapshot | None:
+    from .snapshot import take_snapshot
+
+    return take_snapshot(src) if src.is_dir() else None
+
+
+def _settings(request: BuildRequest) -> str:
+    """The command-line settings a build stamp depends on; findings quote --src as typed."""
+    return f"src={request.src}\0strict={request.strict}"
+
+
+def _digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) -> str:
+    from .cache import build_digest
+
+    return build_digest(snapshot, src, out, settings)
+
+
+def _stamp_digest(
+    request: BuildRequest, root: Path | None, snapshot: Snapshot | None
+) -> str | None:
+    """The digest a stamp of this build is kept under; None for a build that keeps none (a
+    check, one judged against a previous release, one without a cache or sources)."""
+    if root is None or snapshot is None or request.check_only or request.previous is not None:
+        return None
+    return _digest(snapshot, request.src, request.out, _settings(request))
+
+
+def _replay_build(root: Path, digest: str) -> dict[str, Any] | None:
+    from .cache import replay_build
+
+    return replay_build(root, digest)
+
+
+def _config(src: Path, strict: bool | None) -> Config:
+    from .config import load_config
+
+    try:
+        return load_config(src, strict)
+    except ConfigError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _run_pipeline(
+    request: BuildRequest, root: Path | None, snapshot: Snapshot | None
+) -> tuple[Config, BuildResult]:
+    from . import pipeline
+    from .cache import AnalysisCache
+    from .release import load_manifest
+
+    config = _config(request.src, request.strict)
+    cache = AnalysisCache(root)
+    try:
+        if request.check_only:
+            return config, pipeline.check(config, cache, snapshot)
+        previous = load_manifest(request.previous) if request.previous is not None else None
+        return config, pipeline.build(config, cache, request.out, snapshot, previous)
+    except ConfigError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _report_stale_package(config: Config, result: BuildResult) -> int:
+    """`build --check`'s last step: the generated package must be what the sources give."""
+    from . import pipeline
+
+    # Printed after the findings, so its errors are reported here rather than raised.
+    try:
+        stale = pipeline.stale_generated(config, result)
+    except ConfigError as exc:
+        echo(f"Error: {exc}\n", err=True)  # after the findings: not a usage message
+        return 2
+    for name in stale:
+        echo(f"{config.python_package}/{name}: out of date\n", err=True)
+    if stale:
+        echo("run 'echomq-scripts build' to regenerate it\n", err=True)
+        return 1
+    return 0
+
+
+def _stamp(
+    request: BuildRequest,
+    root: Path,
+    snapshot: Snapshot,
+    digest: str,
+    config: Config,
+    result: BuildResult,
+    findings: dict[str, str],
+) -> None:
+    """Stamp a build that passed, and record its command line for the console script."""
+    from .cache import stamp_build
+
+    # pyproject.toml was read again by the build: stamp only if it held still meanwhile.
+    if _digest(snapshot, request.src, request.out, _settings(request)) != digest:
+        return
+    outputs: dict[StrPath, dict[str, bytes]] = {request.out: result.files}
+    if config.python_package is not None:
+        outputs[config.python_package] = result.generated
+    stamp_build(root, digest, outputs, {"findings": findings, "scripts": len(result.scripts)})
+    _record_invocation(request, root)
+
+
+def _record_invocation(request: BuildRequest, root: Path) -> None:
+    from .cache import record_invocation
+
+    if request.invocation is None:
+        return
+    cwd, argv = request.invocation
+    record = {
+        "src": os.path.realpath(request.src),
+        "out": os.path.realpath(request.out),
+        "out_text": str(request.out),  # as the summary line spells it
+        "cache": os.path.realpath(root),
+        "settings": _settings(request),
+        "output_format": request.output_format,
+    }
+    record_invocation(cwd, list(argv), record)
+
+
+# -- printing -------------------------------------------------------------------------------
+
+
+def render(diagnostics: list[Diagnostic]) -> dict[str, str]:
+    """The findings as each format prints them: text for stderr, JSON for stdout."""
+    from .diagnostics import Severity, format_json, format_text
+
+    text = ""
+    if diagnostics:
+        errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
+        warnings = len(diagnostics) - errors
+        text = format_text(diagnostics) + f"{errors} error(s), {warnings} warning(s)\n"
+    return {"text": text, "json": format_json(diagnostics)}
+
+
+def print_findings(findings: dict[str, str], output_format: str) -> None:
+    if output_format == "json":
+        echo(findings["json"])
+    else:
+        echo(findings["text"], err=True)
+
+
+def print_summary(output_format: str, state: str, out: Path, result: BuildResult) -> None:
+    if output_format == "text":
+        line = summary_line(state, out, len(result.scripts), result.analysed, result.from_cache)
+        echo(line + "\n")

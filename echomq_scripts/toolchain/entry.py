@@ -1,0 +1,57 @@
+"""The `echomq-scripts` console script.
+
+One command line is answered here, before the CLI framework loads: the very command line (the
+same arguments, in the same working directory) of an earlier `build` that passed, when the
+sources and the outputs are still what that build read and wrote. The build recorded it, so
+nothing is parsed: the answer is its stamp, replayed with the standard library's lightest
+modules. Every other command line goes to cli.py, which parses it with click; without the
+`build` extra installed, this says in one line what to install instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# What the toolchain imports beyond the runtime's redis-py: the `build` extra.
+_TOOLCHAIN_PACKAGES = ("click", "jinja2", "lupa", "tree_sitter", "tree_sitter_lua")
+
+
+def _replayed(argv: list[str]) -> bool:
+    from .replay import replay_invocation
+
+    try:
+        return replay_invocation(os.getcwd(), argv)
+    except BrokenPipeError:
+        raise
+    except Exception:  # a record or stamp it cannot read: the full command line will do
+        return False
+
+
+def _missing_toolchain() -> list[str]:
+    import importlib.util
+
+    return [name for name in _TOOLCHAIN_PACKAGES if importlib.util.find_spec(name) is None]
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    try:
+        if _replayed(argv):
+            sys.exit(0)
+        missing = _missing_toolchain()
+        if missing:
+            sys.stderr.write(
+                f"echomq-scripts: the build toolchain is not installed (no {', '.join(missing)}):"
+                " pip install 'echomq-scripts[build]'\n"
+            )
+            sys.exit(1)
+        from .cli import main as full_command_line
+    except KeyboardInterrupt:
+        sys.stderr.write("\nAborted!\n")  # what click prints
+        sys.exit(1)
+    except BrokenPipeError:
+        # As click does: the reader went away; say nothing more.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces stdout for the exit flush
+        sys.exit(1)
+    full_command_line(argv)
