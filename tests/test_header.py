@@ -84,3 +84,30 @@ def test_package_version_matches_pyproject() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert project["project"]["version"] == __version__
 
+
+def test_a_tag_line_continues_on_deeper_indented_lines() -> None:
+    source = (
+        "--- Moves a job.\n"
+        "--- @arg token  string  the token\n"
+        "---     the worker took the lock with\n"
+        "--- @return tuple[string, int]  where it went,\n"
+        "---   then its attempts\n"
+        "--- A line of prose after it.\n"
+        "---    not a continuation: prose stops them\n"
+        "return 1"
+    )
+    header, problems = parse_header("x-0.lua", lines(source))
+    assert problems == []
+    assert header is not None
+    assert header.args == (Slot("token", "the token the worker took the lock with", 2),)
+    assert header.returns is not None
+    assert header.returns.spelling == "tuple[string, int]"
+    assert header.returns_description == "where it went, then its attempts"
+    assert header.description == "A line of prose after it. not a continuation: prose stops them"
+
+
+def test_a_continued_line_keeps_its_own_line_for_errors() -> None:
+    source = "--- S.\n--- @return int\n--- @arg n  seconds  a count\n---   of things\nreturn 1"
+    _, problems = parse_header("x-0.lua", lines(source))
+    assert [(p.line, p.col) for p in problems] == [(3, 13)]
+    assert "unknown argument type 'seconds'" in problems[0].message

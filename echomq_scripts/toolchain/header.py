@@ -86,6 +86,21 @@ def parse_header(path: str, lines: tuple[str, ...]) -> tuple[Header | None, list
     return _HeaderReader(path).read(found)
 
 
+def _joined_continuations(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The header's lines with each tag line's continuations (the lines right after it indented
+    by two spaces or more) joined to it; a tag keeps its own line number."""
+    joined: list[tuple[int, str]] = []
+    continues = False  # whether the line before was a tag line (or one of its continuations)
+    for number, text in lines:
+        body = text.strip()
+        if continues and body and not body.startswith("@") and text.startswith("  "):
+            joined[-1] = (joined[-1][0], f"{joined[-1][1].rstrip()} {body}")
+            continue
+        continues = body.startswith("@")
+        joined.append((number, text))
+    return joined
+
+
 class _HeaderReader:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -96,7 +111,8 @@ class _HeaderReader:
             Diagnostic(self.path, line, col, Severity.ERROR, "header-syntax", message)
         )
 
-    def read(self, found: list[tuple[int, str]]) -> tuple[Header | None, list[Diagnostic]]:
+    def read(self, lines: list[tuple[int, str]]) -> tuple[Header | None, list[Diagnostic]]:
+        found = _joined_continuations(lines)
         prose: list[str] = []
         keys: list[Slot] = []
         args: list[Slot] = []
