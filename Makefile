@@ -31,7 +31,7 @@ soak: $(STAMP)
 bench: $(STAMP)
 	tools/setup.sh redis
 	tools/setup.sh valgrind_tools
-	$(BIN)/pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat
+	$(BIN)/pip install -q -e '.[build,dev,bench]' --config-settings editable_mode=compat
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 # Rewrite the expected findings of tests/fixtures after a deliberate change; review the diff.

@@ -254,6 +254,27 @@ def test_number_and_json_arguments_are_checked_too() -> None:
     assert encode_arg("s", "name", "string", "süß") == "süß".encode()
     with pytest.raises(ArgumentError, match="argument 'name' must be a str that UTF-8 can encode"):
         encode_arg("s", "name", "string", "\udc80")
+    with pytest.raises(ArgumentError, match="no lone surrogates"):
+        encode_arg("s", "opts", "json", {"a": "\udc80"})  # cjson would refuse its escape
+
+
+def test_a_json_object_argument_takes_a_mapping_only() -> None:
+    from types import MappingProxyType
+
+    from echomq_scripts.runtime.grammar import parse_arg_type
+
+    arg = parse_arg_type("json(object)")
+    assert (arg.kind, arg.form, arg.spelling, arg.wire) == ("json", "object", "json(object)", "json")
+    assert arg.annotation == "Mapping[str, object]"
+    assert arg.encoder("s", "opts", {}, "object") == b"{}"
+    assert arg.encoder("s", "opts", MappingProxyType({"a": [1]}), "object") == b'{"a":[1]}'
+    for value in ("{}", [], 3):
+        with pytest.raises(ArgumentError, match="must be a mapping"):
+            arg.encoder("s", "opts", value, "object")
+    with pytest.raises(ArgumentError, match="is required, got None"):
+        arg.encoder("s", "opts", None, "object")
+    with pytest.raises(ValueError, match="a json's form is one of: object"):
+        parse_arg_type("json(list)")
 
 
 # -- generated packages of fixture projects ----------------------------------------------

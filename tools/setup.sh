@@ -42,7 +42,8 @@ venv() {
   .venv/bin/python -m pip install -q --upgrade pip
   # compat mode puts the repository on sys.path with one .pth line; the default mode's import
   # hook costs every command about 10 ms of start-up.
-  .venv/bin/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
+  # The toolchain (the build extra) and the development tools; a service needs neither.
+  .venv/bin/python -m pip install -q -e '.[build,dev]' --config-settings editable_mode=compat
 }
 
 redis_version() {

@@ -131,12 +131,29 @@ def bool_arg(script: str, name: str, value: object) -> bytes:
     raise _refuse(script, name, "a bool", value)
 
 
-def json_arg(script: str, name: str, value: object) -> bytes:
-    """Any JSON value; None is null."""
+def json_arg(script: str, name: str, value: object, form: str = "") -> bytes:
+    """Any JSON value, None being null; `form` "object" (a header's `json(object)`) asks for a
+    mapping, sent as a JSON object."""
+    if form:
+        if type(value) is dict and not value:
+            return b"{}"  # the common case of options: none
+        if not isinstance(value, Mapping):
+            raise _refuse(script, name, JSON_FORMS[form], value)
+        value = dict(value)
     try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+        if "\\ud" in text:
+            # A str holding a lone surrogate: json escapes it, the scripts' cjson refuses it.
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a ValueError: caught first
+        expected = "JSON whose strings UTF-8 can encode (no lone surrogates)"
+        raise _refuse(script, name, expected, value) from None
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ArgumentError(f"{script}: argument '{name}' is not JSON: {exc}") from None
+    return text.encode("ascii")
+
+
+JSON_FORMS: Mapping[str, str] = {"object": "a mapping (a JSON object)"}
 
 
 def bytes_arg(script: str, name: str, value: object) -> bytes:

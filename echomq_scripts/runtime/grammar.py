@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from . import arguments, replies
@@ -28,15 +28,29 @@ class WireType:
     wire: str = ""
     encoder: Callable[..., bytes] | None = None  # an argument type's, in arguments.py
     decoder: Callable[[object], object] | None = None  # a reply type's, in replies.py
+    # The forms that narrow an argument type, `string(non-empty)`, `json(object)`: each one's
+    # annotation. The encoder takes the form as its `form` argument.
+    forms: Mapping[str, str] = field(default_factory=dict)
 
 
 TYPES: Mapping[str, WireType] = MappingProxyType(
     {
-        "string": WireType("str", "string", arguments.string_arg, replies.as_str),
+        "string": WireType(
+            "str",
+            "string",
+            arguments.string_arg,
+            replies.as_str,
+            forms=dict.fromkeys(arguments.STRING_FORMS, "str"),
+        ),
         "int": WireType("int", "int", arguments.int_arg, replies.as_int),
         "number": WireType("float", "number", arguments.number_arg),
         "bool": WireType("bool", "bool", arguments.bool_arg),
-        "json": WireType("object", "json", arguments.json_arg),
+        "json": WireType(
+            "object",
+            "json",
+            arguments.json_arg,
+            forms=dict.fromkeys(arguments.JSON_FORMS, "Mapping[str, object]"),  # collections.abc
+        ),
         # The caller packs: the runtime depends on no msgpack library.
         "msgpack": WireType("bytes", "msgpack", arguments.bytes_arg),
         "bytes": WireType("bytes", "bytes", arguments.bytes_arg),
@@ -49,7 +63,6 @@ TYPES: Mapping[str, WireType] = MappingProxyType(
 )
 ARG_TYPES = tuple(name for name, kind in TYPES.items() if kind.encoder is not None)
 REPLY_TYPES = tuple(name for name, kind in TYPES.items() if kind.decoder is not None)
-STRING_FORMS = tuple(arguments.STRING_FORMS)
 
 # -- argument types -------------------------------------------------------------------------
 
@@ -70,12 +83,18 @@ class ArgType:
     below: bool = False  # the upper bound itself is excluded: number(0..<1)
     values: tuple[str, ...] = ()  # an enum's values, in the header's order
     optional: bool = False  # id?: "" stands for no id
-    form: str = ""  # a string's form: one of STRING_FORMS, or "" for any text
+    form: str = ""  # one of the type's forms (TYPES[kind].forms), or "" for none
 
     @property
     def wire(self) -> str:
         """The type a runtime encodes the value as (the manifest's `type`)."""
         return TYPES[self.kind].wire
+
+    @property
+    def annotation(self) -> str:
+        """The Python type a wrapper takes for it (an enum's wrapper names a Literal instead)."""
+        kind = TYPES[self.kind]
+        return kind.forms[self.form] if self.form else kind.annotation
 
     @property
     def encoder(self) -> Callable[..., bytes]:
@@ -128,10 +147,11 @@ def parse_arg_type(text: str) -> ArgType:
         return ArgType("enum", values=values)
     if inner is None:
         return ArgType(kind)
-    if kind == "string":
-        if inner not in STRING_FORMS:
-            raise ValueError(f"'{text}': a string's form is one of: {', '.join(STRING_FORMS)}")
-        return ArgType("string", form=inner)
+    forms = TYPES[kind].forms
+    if forms:
+        if inner not in forms:
+            raise ValueError(f"'{text}': a {kind}'s form is one of: {', '.join(forms)}")
+        return ArgType(kind, form=inner)
     if kind not in ("int", "number"):
         raise ValueError(f"'{text}': {kind} takes no (...)")
     return _ranged(text, kind, inner)

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import __version__
 from ..runtime.codes import ERROR_CODES
-from ..runtime.grammar import TYPES, ArgType
+from ..runtime.grammar import ArgType
 from .errors import EchoMQScriptsError
 from .header import Slot
 from .manifest import ScriptBuild, line_map, to_json_bytes
@@ -101,7 +101,7 @@ class ArgView:
 
     @property
     def annotation(self) -> str:
-        return self.alias or TYPES[self.arg.kind].annotation
+        return self.alias or self.arg.annotation
 
     @property
     def values_constant(self) -> str:
@@ -122,7 +122,7 @@ class ArgView:
         then `suffix` (a list item's comma by default)."""
         arg = self.arg
         arguments = ["_script", f'"{self.name}"', value]
-        if arg.kind == "string" and arg.form:
+        if arg.form:
             arguments.append(f'"{arg.form}"')
         elif arg.kind == "enum":
             arguments.append(self.values_constant)
@@ -381,6 +381,11 @@ def generated_files(
         "all_names": sorted([*exports, "errors"], key=_isort_key),
         "inputs": inputs,
         "uses_literal": any(v.enum_args for v in views),
+        "uses_mapping": any(
+            "Mapping[" in a.annotation
+            for v in views
+            for a in [*v.args, *([v.rest_arg] if v.rest_arg else [])]
+        ),
     }
     files = {
         name: environment.get_template(f"{name}.j2").render(context).encode("utf-8")
