@@ -33,14 +33,14 @@ _SYNC_CLIENTS = get_args(SyncClient)
 _ASYNC_CLIENTS = get_args(AsyncClient)
 _SYNC_PIPELINES = get_args(SyncPipeline)
 _ASYNC_PIPELINES = get_args(AsyncPipeline)
-_CHECKED_SYNC: set[type] = set()
-_CHECKED_ASYNC: set[type] = set()
+CHECKED_SYNC: set[type] = set()
+CHECKED_ASYNC: set[type] = set()
 CHECKED_PLAIN_PIPELINES: set[type] = set()
 
 
 def check_client(script: str, client: object, asyncio: bool) -> None:
     """`client` is a redis-py client (not a pipeline) of the kind the wrapper form takes."""
-    checked = _CHECKED_ASYNC if asyncio else _CHECKED_SYNC
+    checked = CHECKED_ASYNC if asyncio else CHECKED_SYNC
     if type(client) in checked:
         return
     kinds = _ASYNC_CLIENTS if asyncio else _SYNC_CLIENTS

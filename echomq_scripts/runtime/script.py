@@ -28,7 +28,9 @@ from redis.crc import key_slot
 
 from .arguments import check_key_arg, check_queue_name, key_bytes
 from .clients import (
+    CHECKED_ASYNC,
     CHECKED_PLAIN_PIPELINES,
+    CHECKED_SYNC,
     PIPELINES,
     PLAIN_PIPELINES,
     AsyncClient,
@@ -174,8 +176,8 @@ class Script:
         return self.spec.sha1
 
     def _ready(self, client: object, asyncio: bool) -> None:
-        """What `run` and `run_async` check before sending: the client, and (on first use) the
-        packaged body against its sha1."""
+        """What `run` and `run_async` check before sending, unless they already did for this
+        client's class and this body: the client, and the packaged body against its sha1."""
         check_client(self.spec.script_id, client, asyncio)
         if self._body is None:
             self.body  # noqa: B018 - the first use checks the body before anything is sent
@@ -184,7 +186,8 @@ class Script:
         self, client: SyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> Any:
         """EVALSHA on `client`; on NOSCRIPT, the call once more as EVAL. The raw reply."""
-        self._ready(client, asyncio=False)
+        if self._body is None or type(client) not in CHECKED_SYNC:  # once per client class
+            self._ready(client, asyncio=False)
         try:
             try:
                 return client.evalsha(self.spec.sha1, len(keys), *keys, *args)
@@ -198,7 +201,8 @@ class Script:
         self, client: AsyncClient, keys: Sequence[str | bytes], args: Sequence[str | bytes]
     ) -> Any:
         """`run` for the asyncio clients."""
-        self._ready(client, asyncio=True)
+        if self._body is None or type(client) not in CHECKED_ASYNC:
+            self._ready(client, asyncio=True)
         try:
             try:
                 return await client.evalsha(self.spec.sha1, len(keys), *keys, *args)
