@@ -264,11 +264,17 @@ def test_a_json_object_argument_takes_a_mapping_only() -> None:
     from echomq_scripts.runtime.grammar import parse_arg_type
 
     arg = parse_arg_type("json(object)")
-    assert (arg.kind, arg.form, arg.spelling, arg.wire) == ("json", "object", "json(object)", "json")
+    assert (arg.kind, arg.form, arg.spelling, arg.wire) == (
+        "json",
+        "object",
+        "json(object)",
+        "json",
+    )
     assert arg.annotation == "Mapping[str, object]"
     assert arg.encoder("s", "opts", {}, "object") == b"{}"
     assert arg.encoder("s", "opts", MappingProxyType({"a": [1]}), "object") == b'{"a":[1]}'
-    for value in ("{}", [], 3):
+    not_mappings: list[object] = ["{}", [], 3]
+    for value in not_mappings:
         with pytest.raises(ArgumentError, match="must be a mapping"):
             arg.encoder("s", "opts", value, "object")
     with pytest.raises(ArgumentError, match="is required, got None"):
