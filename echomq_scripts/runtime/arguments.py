@@ -1,5 +1,6 @@
 """Arguments as Redis receives them: one encoder per argument type of the header grammar
-(grammar.TYPES names each type's), and the checks of queue names, explicit keys and slots.
+(grammar.TYPES names each type's), and the checks of queue names and explicit keys. Standard
+library only: the toolchain reads the grammar, and with it this module, without redis-py.
 
 Every encoder takes the script's id and the argument's name, so a refusal says which call and
 which argument; each raises `ArgumentError` before anything is sent.
@@ -10,8 +11,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-
-from redis.crc import key_slot
 
 from .errors import ArgumentError
 from .keys import KeyNameError, check_job_id, check_key_part, check_queue
@@ -200,31 +199,3 @@ def check_sequence(script: str, name: str, values: object) -> Sequence[object]:
     if isinstance(values, str | bytes) or not isinstance(values, Sequence):
         raise ArgumentError(f"{script}: {name} must be a sequence, got {values!r:.60}")
     return values
-
-
-def check_one_slot(script: str, keys: Sequence[str | bytes]) -> None:
-    """All keys of one call must hash to one Cluster slot, as the queue's hash tag makes them."""
-    # Keys with one hash tag share a slot: comparing tags spares a CRC16 per key per call.
-    tags = {hash_tag(key_bytes(k)) for k in keys}
-    if len(tags) <= 1:
-        return
-    slots = {key_slot(tag) for tag in tags}
-    if len(slots) > 1:
-        raise ArgumentError(
-            f"{script}: the keys hash to {len(slots)} different Cluster slots; every key of one"
-            " call must carry the same hash tag"
-        )
-
-
-def key_bytes(key: str | bytes) -> bytes:
-    return key.encode("utf-8") if isinstance(key, str) else key
-
-
-def hash_tag(key: bytes) -> bytes:
-    """The part of a key Redis Cluster hashes: the first non-empty {...}, else the whole key."""
-    start = key.find(b"{")
-    if start >= 0:
-        end = key.find(b"}", start + 1)
-        if end > start + 1:
-            return key[start + 1 : end]
-    return key

@@ -26,7 +26,7 @@ from typing import Any
 import redis
 from redis.crc import key_slot
 
-from .arguments import check_key_arg, check_queue_name, key_bytes
+from .arguments import check_key_arg, check_queue_name
 from .clients import (
     CHECKED_ASYNC,
     CHECKED_PLAIN_PIPELINES,
@@ -312,6 +312,34 @@ class Script:
             raise ReplyShapeError(
                 f"{self.spec.script_id}: the reply does not fit '{self.spec.returns}': {exc}"
             ) from None
+
+
+def check_one_slot(script: str, keys: Sequence[str | bytes]) -> None:
+    """All keys of one call must hash to one Cluster slot, as the queue's hash tag makes them."""
+    # Keys with one hash tag share a slot: comparing tags spares a CRC16 per key per call.
+    tags = {hash_tag(key_bytes(k)) for k in keys}
+    if len(tags) <= 1:
+        return
+    slots = {key_slot(tag) for tag in tags}
+    if len(slots) > 1:
+        raise ArgumentError(
+            f"{script}: the keys hash to {len(slots)} different Cluster slots; every key of one"
+            " call must carry the same hash tag"
+        )
+
+
+def key_bytes(key: str | bytes) -> bytes:
+    return key.encode("utf-8") if isinstance(key, str) else key
+
+
+def hash_tag(key: bytes) -> bytes:
+    """The part of a key Redis Cluster hashes: the first non-empty {...}, else the whole key."""
+    start = key.find(b"{")
+    if start >= 0:
+        end = key.find(b"}", start + 1)
+        if end > start + 1:
+            return key[start + 1 : end]
+    return key
 
 
 def load_all(client: SyncClient, scripts: Iterable[Script]) -> list[str]:

@@ -531,16 +531,26 @@ class _Walker:
             direct, bound = refs(node)
             return direct | {origin.get(b, "unknown") for b in bound}
 
+        # A binding takes on "keys" when a value of it reads KEYS, or a binding that has taken
+        # it on; then "argv" likewise, among the bindings left. Each is one walk from the
+        # bindings that read the source directly, along who reads whom.
+        readers: dict[int, list[int]] = {}  # binding id -> the bindings a value of which reads it
+        direct: dict[int, set[str]] = {}  # binding id -> what its values read directly
+        for binding in self.bindings:
+            seen = direct.setdefault(id(binding), set())
+            for value in binding.values:
+                value_direct, value_bound = refs(value)
+                seen |= value_direct
+                for read in value_bound:
+                    readers.setdefault(read, []).append(id(binding))
         for source in ("keys", "argv"):
-            changed = True
-            while changed:
-                changed = False
-                for binding in self.bindings:
-                    if id(binding) in origin:
-                        continue
-                    if any(source in reads(value) for value in binding.values):
-                        origin[id(binding)] = source
-                        changed = True
+            pending = [b for b, found in direct.items() if source in found and b not in origin]
+            while pending:
+                current = pending.pop()
+                if current in origin:
+                    continue
+                origin[current] = source
+                pending += [r for r in readers.get(current, ()) if r not in origin]
 
         result = []
         for call in self.calls:

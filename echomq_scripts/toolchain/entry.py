@@ -28,25 +28,23 @@ def _replayed(argv: list[str]) -> bool:
         return False
 
 
-def _missing_toolchain() -> list[str]:
-    import importlib.util
-
-    return [name for name in _TOOLCHAIN_PACKAGES if importlib.util.find_spec(name) is None]
-
-
 def main() -> None:
     argv = sys.argv[1:]
     try:
         if _replayed(argv):
             sys.exit(0)
-        missing = _missing_toolchain()
-        if missing:
-            sys.stderr.write(
-                f"echomq-scripts: the build toolchain is not installed (no {', '.join(missing)}):"
-                " pip install 'echomq-scripts[build]'\n"
-            )
-            sys.exit(1)
+        # click at once, Jinja2, lupa and tree-sitter when a build needs them: any may be missing.
         from .cli import main as full_command_line
+
+        full_command_line(argv)
+    except ModuleNotFoundError as exc:
+        if exc.name not in _TOOLCHAIN_PACKAGES:
+            raise
+        sys.stderr.write(
+            f"echomq-scripts: the build toolchain is not installed (no {exc.name}):"
+            " pip install 'echomq-scripts[build]'\n"
+        )
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.stderr.write("\nAborted!\n")  # what click prints
         sys.exit(1)
@@ -54,4 +52,3 @@ def main() -> None:
         # As click does: the reader went away; say nothing more.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces stdout for the exit flush
         sys.exit(1)
-    full_command_line(argv)
