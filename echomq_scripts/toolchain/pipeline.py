@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .analyse import analyse
 from .cache import AnalysisCache
@@ -19,10 +19,12 @@ from .errors import ConfigError
 from .header import parse_header
 from .manifest import ScriptBuild, manifest, to_json_bytes
 from .output import current_files, output_files, write_output
-from .release import ReleaseDiff, ReleaseError, check_version, diff
 from .resolve import resolve
 from .snapshot import Snapshot
 from .sources import SourceTree
+
+if TYPE_CHECKING:
+    from .release import ReleaseDiff
 
 
 @dataclass
@@ -97,13 +99,15 @@ def build(
     if result.failed(config.strict):
         return result
     if previous is not None:
+        from .release import ReleaseError, check_version, diff
+
         changes = diff(previous, manifest(result.scripts, config.version))
         problem = check_version(str(previous.get("version", "0.0.0")), config.version, changes.bump)
         if problem is not None:
             raise ReleaseError(f"{problem} (since {previous.get('version')}: {_summary(changes)})")
     result.files = output_files(result.scripts, config.version)
     if package is not None:
-        from .codegen import GENERATED_PACKAGE, generated_files, package_digest, recorded_inputs
+        from .package import GENERATED_PACKAGE, package_digest, recorded_inputs
 
         present = current_files(package, GENERATED_PACKAGE)  # refuses a directory not ours
         inputs = package_digest(result.files["manifest.json"], config.python_module)
@@ -112,6 +116,8 @@ def build(
             # (`build --check` renders it all the same, to catch a hand-edited file.)
             result.generated = present
         else:
+            from .codegen import generated_files
+
             templates = None if cache.directory is None else Path(cache.directory)
             result.generated = generated_files(
                 result.scripts, config.python_module, inputs, templates
@@ -142,7 +148,8 @@ def stale_generated(config: Config, result: BuildResult) -> list[str]:
     """The files of the generated package that differ from what the checked sources give."""
     if config.python_package is None:
         return []
-    from .codegen import GENERATED_PACKAGE, generated_files, package_digest
+    from .codegen import generated_files
+    from .package import GENERATED_PACKAGE, package_digest
 
     manifest_bytes = to_json_bytes(manifest(result.scripts, config.version))
     inputs = package_digest(manifest_bytes, config.python_module)
