@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .replay import echo, print_replay, summary_line
+from .replay import print_replay, summary_line
 from .snapshot import Snapshot, StrPath
 
 # Light to import (no pathlib until a build runs): the replay path comes through here.
@@ -58,7 +58,7 @@ def run_build(request: BuildRequest) -> int:
         stamp = _replay_build(root, digest)
         if stamp is not None:
             # Nothing changed since a build that passed: say what it said, touch nothing.
-            print_replay(stamp, request.output_format, request.out)
+            print_replay(stamp, request.output_format, request.out, echo)
             _record_invocation(request, root)
             return 0
     config, result = _run_pipeline(request, root, snapshot)
@@ -249,6 +249,14 @@ def render(diagnostics: list[Diagnostic]) -> dict[str, str]:
         warnings = len(diagnostics) - errors
         text = format_text(diagnostics) + f"{errors} error(s), {warnings} warning(s)\n"
     return {"text": text, "json": format_json(diagnostics)}
+
+
+def echo(text: str, *, err: bool = False) -> None:
+    """`text` as it is, through click.echo (cli.py has loaded click)."""
+    import click
+
+    if text:
+        click.echo(text, nl=False, err=err)
 
 
 def print_findings(findings: dict[str, str], output_format: str) -> None:

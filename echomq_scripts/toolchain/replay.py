@@ -14,6 +14,7 @@ import sys
 
 TYPE_CHECKING = False  # not typing's: see cache.py
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -38,22 +39,18 @@ def replay_invocation(cwd: str, argv: list[str]) -> bool:
     return True
 
 
-def echo(text: str, *, err: bool = False) -> None:
-    """Write `text` as click.echo does: nothing to a closed stream, UTF-8 to one whose encoding
-    cannot take it, flushed at once (so stdout and stderr keep their order). The replay path
-    prints through it without loading click."""
+def _write(text: str, err: bool = False) -> None:
+    """`text`, as UTF-8, to stdout or stderr, flushed at once (so the two keep their order):
+    the bytes that click.echo, which the rest of the command line prints with, writes."""
     stream = sys.stderr if err else sys.stdout
     if stream is None or not text:
         return
-    try:
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
         stream.write(text)
-    except UnicodeEncodeError:
-        buffer = getattr(stream, "buffer", None)
+    else:
         stream.flush()
-        if buffer is not None:
-            buffer.write(text.encode("utf-8", "replace"))
-        else:
-            stream.write(text.encode("ascii", "replace").decode("ascii"))
+        buffer.write(text.encode("utf-8", "replace"))
     stream.flush()
 
 
@@ -62,11 +59,16 @@ def summary_line(state: str, out: object, scripts: int, analysed: int, cached: i
     return f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)"
 
 
-def print_replay(stamp: dict[str, Any], output_format: str, out: object) -> None:
-    """What an up-to-date build prints, from its stamp."""
+def print_replay(
+    stamp: dict[str, Any],
+    output_format: str,
+    out: object,
+    write: Callable[..., None] = _write,
+) -> None:
+    """What an up-to-date build prints, from its stamp, through `write(text, err=...)`."""
     findings, scripts = stamp["findings"], stamp["scripts"]
     if output_format == "json":
-        echo(findings["json"])
+        write(findings["json"])
         return
-    echo(findings["text"], err=True)
-    echo(summary_line("up to date:", out, scripts, 0, scripts) + "\n")
+    write(findings["text"], err=True)
+    write(summary_line("up to date:", out, scripts, 0, scripts) + "\n")
