@@ -92,7 +92,7 @@ def test_no_job_is_lost_or_completed_twice_across_a_failover(
             job_id=job_id,
             name="n",
             data="{}",
-            opts="{}",
+            opts={},
             now=1,
             dedup_id="",
             parent_id="",

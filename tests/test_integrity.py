@@ -90,7 +90,7 @@ def test_an_id_that_could_name_another_key_is_refused_before_any_write(
             queue=q.name,
             name="n",
             data="{}",
-            opts="{}",
+            opts={},
             now=NOW,
             dedup_id="",
             **arguments,
@@ -159,7 +159,9 @@ option_texts = st.one_of(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(opts=option_texts)
-def test_options_the_script_refuses_the_wrapper_refuses_first(r: redis.Redis, opts: str) -> None:
+def test_options_the_script_refuses_no_wrapper_call_can_send(r: redis.Redis, opts: str) -> None:
+    """The wrapper takes a mapping and sends it as JSON text: a text the script refuses (not
+    a JSON object) is one no mapping encodes to, and the wrapper refuses the text itself."""
     r.flushall()
     call_keys = g.add_standard_job_keys("opts")
     try:
@@ -167,20 +169,56 @@ def test_options_the_script_refuses_the_wrapper_refuses_first(r: redis.Redis, op
         refused = ""
     except LuaError as exc:
         refused = str(exc)
+    try:
+        value = json.loads(opts)
+    except ValueError:
+        value = None
     if refused:
         assert "opts must be a JSON object" in refused
-        with pytest.raises(ArgumentError, match="'opts' must be a str holding a JSON object"):
-            g.add_standard_job(
-                nowhere(),
-                queue="opts",
-                job_id="",
-                name="n",
-                data="{}",
-                opts=opts,
-                now=NOW,
-                dedup_id="",
-                parent_id="",
-            )
+        assert not isinstance(value, dict) or "\\ud" in opts  # a lone surrogate's escape
+    with pytest.raises(ArgumentError, match="'opts' must be a mapping"):
+        g.add_standard_job(
+            nowhere(),
+            queue="opts",
+            job_id="",
+            name="n",
+            data="{}",
+            opts=opts,  # type: ignore[arg-type]
+            now=NOW,
+            dedup_id="",
+            parent_id="",
+        )
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(opts=st.dictionaries(st.text(max_size=3), json_values, max_size=3))
+def test_options_a_wrapper_sends_the_script_takes(r: redis.Redis, opts: dict[str, Any]) -> None:
+    r.flushall()
+    try:
+        job_id, added = g.add_standard_job(
+            r,
+            queue="opts",
+            job_id="",
+            name="n",
+            data="{}",
+            opts=opts,
+            now=NOW,
+            dedup_id="",
+            parent_id="",
+        )
+    except ArgumentError:
+        # Refused only what JSON cannot say (an infinity): nothing was sent.
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            json.dumps(opts, allow_nan=False)
+        assert r.dbsize() == 0
+        return
+    assert added == 1
+    assert r.lrange(keys.wait("opts"), 0, -1) == [job_id.encode()]
+    stored = r.hget(keys.job("opts", job_id), "opts")
+    assert stored is not None
+    assert json.loads(stored) == opts  # the options as the caller gave them
 
 
 # -- parents and retention -----------------------------------------------------------------

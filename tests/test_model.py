@@ -194,7 +194,7 @@ class QueueMachine(RuleBasedStateMachine):
             "dedup_id": dedup,
             "parent_id": parent,
         }
-        wire = {**common, "data": "{}", "opts": json.dumps(opts)}
+        wire = {**common, "data": "{}", "opts": opts}
         model_args = {**common, "opts": opts}
         if kind == "standard":
             got = call(lambda: g.add_standard_job(self.r, queue=QUEUE, **wire))
@@ -228,7 +228,7 @@ class QueueMachine(RuleBasedStateMachine):
                 job_id="" if as_parent else hostile,
                 name="n",
                 data="{}",
-                opts="{}",
+                opts={},
                 now=self.now,
                 dedup_id="",
                 parent_id=hostile if as_parent else "",
@@ -546,7 +546,7 @@ def check_job(
     want = {
         "name": job.name,
         "data": "{}",
-        "opts": json.dumps(job.opts),
+        "opts": json.dumps(job.opts, separators=(",", ":")),  # as the wrapper sent it
         "timestamp": str(job.timestamp),
         "atm": str(job.atm),
         "stc": str(job.stc),

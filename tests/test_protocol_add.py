@@ -30,7 +30,7 @@ def test_a_standard_job_goes_to_wait_with_its_fields_and_a_waiting_event(q: Queu
     assert q.job("a") == {
         "name": "email",
         "data": '{"to":"x"}',
-        "opts": '{"attempts": 2}',
+        "opts": '{"attempts":2}',  # as the wrapper sends it: compact JSON
         "timestamp": str(NOW),
         "atm": "0",
         "stc": "0",

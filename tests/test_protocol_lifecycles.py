@@ -8,8 +8,6 @@ tests/support/queue_harness.py.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import redis
 import redis.cluster
@@ -85,7 +83,7 @@ def test_a_bad_number_from_another_runtime_moves_nothing(q: Queue) -> None:
 
 @pytest.mark.parametrize("rule", [{"age": None, "count": 1.5}, {"count": "x"}, "soon"])
 def test_a_malformed_retention_rule_keeps_the_job(q: Queue, rule: object) -> None:
-    q.add("a", opts=json.dumps({"removeOnComplete": rule}))
+    q.add("a", opts={"removeOnComplete": rule})
     assert run_to(q, "completed", "a", NOW) == "completed"
     assert q.check() == {"a": "completed"}
 

@@ -48,7 +48,7 @@ def add_args(job_id: str, data: str = "{}") -> dict[str, Any]:
         "job_id": job_id,
         "name": "job",
         "data": data,
-        "opts": "{}",
+        "opts": {},
         "now": NOW,
         "dedup_id": "",
         "parent_id": "",

@@ -389,7 +389,7 @@ def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> Non
 
 SAMPLES: dict[object, object] = {"str": "x1", "int": 1000, "float": 0.5, "bool": True}
 # Arguments that scripts accept only from a closed set of words.
-NAMED_SAMPLES: dict[str, object] = {"outcome": "failed", "action": "pause", "opts": "{}"}
+NAMED_SAMPLES: dict[str, object] = {"outcome": "failed", "action": "pause", "opts": {}}
 
 
 def wrapper_calls() -> list[tuple[str, dict[str, Any]]]:

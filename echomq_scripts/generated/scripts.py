@@ -9,7 +9,7 @@ checked before anything is sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, NamedTuple, cast, get_args
 
 from echomq_scripts import runtime
@@ -45,7 +45,7 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="8a931b045852796227aec51248cc4b599144d049",
+        sha1="e00dea99c47f5040229d4a71e2fca4091df689da",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -75,7 +75,7 @@ def _add_delayed_job_call(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -86,7 +86,7 @@ def _add_delayed_job_call(
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
         runtime.string_arg(_script, "data", data),
-        runtime.string_arg(_script, "opts", opts, "json-object"),
+        runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
         runtime.id_arg(_script, "parent_id", parent_id, optional=True),
@@ -112,7 +112,7 @@ def add_delayed_job(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -129,7 +129,7 @@ def add_delayed_job(
         job_id (id?): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (string(json-object)): the job's options (attempts, backoff, ...)
+        opts (json(object)): the job's options (attempts, backoff, ...)
         now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
         parent_id (id?): the id of a parent job in this queue, or ""
@@ -163,7 +163,7 @@ async def add_delayed_job_async(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -194,7 +194,7 @@ def add_delayed_job_pipeline(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -237,7 +237,7 @@ _ADD_PARENT_JOB = Script(
         name="addParentJob",
         script_id="addParentJob-4",
         num_keys=4,
-        sha1="455640611068c4d73d6c0d5c241d298436c9d878",
+        sha1="e4afc19b63e9c1641e6fe3f545738b1e68dbae2f",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -266,7 +266,7 @@ def _add_parent_job_call(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -276,7 +276,7 @@ def _add_parent_job_call(
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
         runtime.string_arg(_script, "data", data),
-        runtime.string_arg(_script, "opts", opts, "json-object"),
+        runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
         runtime.id_arg(_script, "parent_id", parent_id, optional=True),
@@ -301,7 +301,7 @@ def add_parent_job(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -318,7 +318,7 @@ def add_parent_job(
         job_id (id?): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (string(json-object)): the job's options (attempts, backoff, ...)
+        opts (json(object)): the job's options (attempts, backoff, ...)
         now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
         parent_id (id?): the id of a parent job in this queue, or ""
@@ -350,7 +350,7 @@ async def add_parent_job_async(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -379,7 +379,7 @@ def add_parent_job_pipeline(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -424,7 +424,7 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="aabbec80758a95ec881c6850c2fd1ce32657f5d0",
+        sha1="b1c04b6d7b0c7fc33c714bdc9f17aebe790bd4c2",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -455,7 +455,7 @@ def _add_prioritized_job_call(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -466,7 +466,7 @@ def _add_prioritized_job_call(
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
         runtime.string_arg(_script, "data", data),
-        runtime.string_arg(_script, "opts", opts, "json-object"),
+        runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
         runtime.id_arg(_script, "parent_id", parent_id, optional=True),
@@ -492,7 +492,7 @@ def add_prioritized_job(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -510,7 +510,7 @@ def add_prioritized_job(
         job_id (id?): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (string(json-object)): the job's options (attempts, backoff, ...)
+        opts (json(object)): the job's options (attempts, backoff, ...)
         now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
         parent_id (id?): the id of a parent job in this queue, or ""
@@ -544,7 +544,7 @@ async def add_prioritized_job_async(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -575,7 +575,7 @@ def add_prioritized_job_pipeline(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -622,7 +622,7 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="8b5896ae611295196899a5802ebbe98b5a600536",
+        sha1="d7a788b497bbc417e17480571118f910341bf0b4",
         returns="tuple[string, int]",
         codes=(-5,),
         package="echomq_scripts.generated",
@@ -653,7 +653,7 @@ def _add_standard_job_call(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -663,7 +663,7 @@ def _add_standard_job_call(
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
         runtime.string_arg(_script, "data", data),
-        runtime.string_arg(_script, "opts", opts, "json-object"),
+        runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
         runtime.id_arg(_script, "parent_id", parent_id, optional=True),
@@ -688,7 +688,7 @@ def add_standard_job(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -704,7 +704,7 @@ def add_standard_job(
         job_id (id?): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (string(json-object)): the job's options (attempts, backoff, ...)
+        opts (json(object)): the job's options (attempts, backoff, ...)
         now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
         parent_id (id?): the id of a parent job in this queue, or ""
@@ -736,7 +736,7 @@ async def add_standard_job_async(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,
@@ -765,7 +765,7 @@ def add_standard_job_pipeline(
     job_id: str,
     name: str,
     data: str,
-    opts: str,
+    opts: Mapping[str, object],
     now: int,
     dedup_id: str,
     parent_id: str,

@@ -31,7 +31,7 @@ def _refuse(script: str, name: str, expected: str, value: object) -> ArgumentErr
 
 
 def string_arg(script: str, name: str, value: object, form: str = "") -> bytes:
-    """Text; `form` (a header's `string(<form>)`) narrows it: "non-empty" or "json-object"."""
+    """Text; `form` (a header's `string(<form>)`) narrows it: "non-empty"."""
     if isinstance(value, str):
         try:
             encoded = value.encode("utf-8")
@@ -44,24 +44,8 @@ def string_arg(script: str, name: str, value: object, form: str = "") -> bytes:
     raise _refuse(script, name, "a str", value)
 
 
-def _is_json_object(text: str) -> bool:
-    """What the add scripts accept as options: JSON text that decodes to an object."""
-    if text == "{}":
-        return True  # the common case, without a parse
-    try:
-        value = json.loads(text)
-        if "\\u" in text:
-            # An escaped UTF-16 surrogate that is not half of a pair: Python's json reads it
-            # (as a lone surrogate, which UTF-8 cannot encode), the scripts' cjson refuses it.
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except (ValueError, RecursionError, UnicodeEncodeError):
-        return False
-    return isinstance(value, dict)
-
-
 STRING_FORMS: Mapping[str, tuple[Callable[[str], bool], str]] = {
     "non-empty": (bool, "a non-empty str"),
-    "json-object": (_is_json_object, "a str holding a JSON object"),
 }
 # The integers a Lua number holds exactly: the scripts refuse any other (includes/numbers.lua).
 MAX_INT = 2**53 - 1

@@ -9,7 +9,6 @@ defaults for what a test does not care about, and check the invariant after ever
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -115,21 +114,16 @@ def assert_one_state(r: Client, queue: str) -> dict[str, str]:
 # -- adding jobs with defaults, the invariant checked after each add ------------------------
 
 
-def _opts(opts: Mapping[str, object] | str | None) -> str:
-    """Options as the add scripts take them: a mapping as JSON, a string as it is."""
-    return opts if isinstance(opts, str) else json.dumps(dict(opts or {}))
-
-
 def _add(
     add: Callable[..., tuple[str, int]],
     r: Client,
     queue: str,
-    opts: Mapping[str, object] | str | None,
+    opts: Mapping[str, object] | None,
     **arguments: Any,
 ) -> tuple[str, int]:
     """Run one add wrapper, then check the invariant, also when the add raised."""
     try:
-        return add(r, queue=queue, opts=_opts(opts), **arguments)
+        return add(r, queue=queue, opts={} if opts is None else opts, **arguments)
     finally:
         assert_one_state(r, queue)
 
@@ -141,7 +135,7 @@ def add_standard(
     job_id: str = "",
     name: str = "job",
     data: str = "{}",
-    opts: Mapping[str, object] | str | None = None,
+    opts: Mapping[str, object] | None = None,
     now: int = NOW,
     dedup_id: str = "",
     parent_id: str = "",
@@ -169,7 +163,7 @@ def add_delayed(
     job_id: str = "",
     name: str = "job",
     data: str = "{}",
-    opts: Mapping[str, object] | str | None = None,
+    opts: Mapping[str, object] | None = None,
     now: int = NOW,
     dedup_id: str = "",
     parent_id: str = "",
@@ -198,7 +192,7 @@ def add_prioritized(
     job_id: str = "",
     name: str = "job",
     data: str = "{}",
-    opts: Mapping[str, object] | str | None = None,
+    opts: Mapping[str, object] | None = None,
     now: int = NOW,
     dedup_id: str = "",
     parent_id: str = "",
@@ -226,7 +220,7 @@ def add_parent(
     job_id: str = "",
     name: str = "parent",
     data: str = "{}",
-    opts: Mapping[str, object] | str | None = None,
+    opts: Mapping[str, object] | None = None,
     now: int = NOW,
     dedup_id: str = "",
     parent_id: str = "",

@@ -95,12 +95,10 @@ class JobSpec:
     fails: int = 0
     work_ms: int = 0
 
-    def opts(self) -> str:
+    def opts(self) -> dict[str, object]:
         if not self.fails:
-            return "{}"
-        return json.dumps(
-            {"attempts": self.fails + 1, "backoff": {"type": "exponential", "delay": 10}}
-        )
+            return {}
+        return {"attempts": self.fails + 1, "backoff": {"type": "exponential", "delay": 10}}
 
     def data(self) -> str:
         return json.dumps({"fails": self.fails, "work_ms": self.work_ms})

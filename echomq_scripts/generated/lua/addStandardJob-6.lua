@@ -9,7 +9,7 @@
 --- @arg job_id     id?                 a custom id, or "" to generate one
 --- @arg name       string              the job's name
 --- @arg data       string              the job's data, as JSON
---- @arg opts       string(json-object) the job's options (attempts, backoff, ...)
+--- @arg opts       json(object)        the job's options (attempts, backoff, ...)
 --- @arg now        int(0..)            the caller's clock, in milliseconds
 --- @arg dedup_id   string              a deduplication id, or ""
 --- @arg parent_id  id?                 the id of a parent job in this queue, or ""
