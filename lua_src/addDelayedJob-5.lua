@@ -16,8 +16,10 @@
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
---- @include "includes/events"
---- @include "includes/marker"
+--- @include "includes/emitEvent"
+--- @include "includes/intArg"
+--- @include "includes/nowArg"
+--- @include "includes/signalWork"
 
 local delay = intArg(ARGV[8], "delay", 0)
 local runAt = nowArg(ARGV[5]) + delay

@@ -15,7 +15,7 @@
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
---- @include "includes/events"
+--- @include "includes/emitEvent"
 
 local jobId, added = addJob(KEYS[3], {})
 if jobId == -5 then

@@ -18,8 +18,9 @@
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
---- @include "includes/enqueue"
---- @include "includes/events"
+--- @include "includes/emitEvent"
+--- @include "includes/intArg"
+--- @include "includes/pushPrioritized"
 
 local priority = intArg(ARGV[8], "priority", 1, 2097151)
 local jobId, added = addJob(KEYS[4], { "priority", priority })

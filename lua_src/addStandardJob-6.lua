@@ -16,8 +16,8 @@
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
---- @include "includes/enqueue"
---- @include "includes/events"
+--- @include "includes/emitEvent"
+--- @include "includes/pushReady"
 
 local jobId, added = addJob(KEYS[4], {})
 if jobId == -5 then

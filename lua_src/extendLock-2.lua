@@ -9,9 +9,10 @@
 --- @return int  1 when the lock was extended
 --- @error -2 JobLockNotExist
 --- @error -6 JobLockMismatch
---- @include "includes/prefix"
---- @include "includes/numbers"
---- @include "includes/lock"
+--- @include "includes/checkLock"
+--- @include "includes/digitsArg"
+--- @include "includes/queuePrefix"
+--- @include "includes/tokenArg"
 
 local token = tokenArg(ARGV[1])
 digitsArg(ARGV[2], "duration", 1)

@@ -16,13 +16,14 @@
 --- @arg max_stalled  int(0..)  how often a job may stall before it fails
 --- @arg now          int(0..)  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
---- @include "includes/prefix"
---- @include "includes/numbers"
---- @include "includes/options"
---- @include "includes/retention"
---- @include "includes/dedup"
---- @include "includes/events"
---- @include "includes/marker"
+--- @include "includes/applyRetention"
+--- @include "includes/emitEvent"
+--- @include "includes/intArg"
+--- @include "includes/jobOptions"
+--- @include "includes/nowArg"
+--- @include "includes/queuePrefix"
+--- @include "includes/releaseDedupId"
+--- @include "includes/signalWork"
 
 local prefix = queuePrefix(KEYS[1])
 local maxStalled, now = intArg(ARGV[1], "max_stalled", 0), nowArg(ARGV[2])

@@ -22,9 +22,13 @@
 --- @arg limit_duration int(0..)           the rate limiter's window, in milliseconds
 --- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap)
 --- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the concurrency cap)
---- @include "includes/prefix"
---- @include "includes/numbers"
+--- @include "includes/digitsArg"
+--- @include "includes/heldJob"
+--- @include "includes/intArg"
+--- @include "includes/nowArg"
 --- @include "includes/pickup"
+--- @include "includes/queuePrefix"
+--- @include "includes/tokenArg"
 
 local token = tokenArg(ARGV[1])
 -- Both as the caller sent them: Redis reads them (see includes/pickup.lua).

@@ -19,13 +19,17 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
---- @include "includes/prefix"
---- @include "includes/numbers"
---- @include "includes/lock"
---- @include "includes/token"
---- @include "includes/backoff"
---- @include "includes/events"
---- @include "includes/marker"
+--- @include "includes/backoffDelay"
+--- @include "includes/checkLock"
+--- @include "includes/emitEvent"
+--- @include "includes/fractionArg"
+--- @include "includes/intArg"
+--- @include "includes/landedFinish"
+--- @include "includes/nowArg"
+--- @include "includes/queuePrefix"
+--- @include "includes/recordFinish"
+--- @include "includes/signalWork"
+--- @include "includes/tokenArg"
 
 local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
 local prefix = queuePrefix(KEYS[1])

@@ -39,14 +39,24 @@
 --- @error -3 JobNotInState
 --- @error -4 JobPendingChildren
 --- @error -6 JobLockMismatch
---- @include "includes/prefix"
---- @include "includes/numbers"
---- @include "includes/options"
---- @include "includes/lock"
---- @include "includes/backoff"
---- @include "includes/retention"
---- @include "includes/dedup"
+--- @include "includes/applyRetention"
+--- @include "includes/backoffDelay"
+--- @include "includes/checkLock"
+--- @include "includes/digitsArg"
+--- @include "includes/emitEvent"
+--- @include "includes/enqueueReadyJob"
+--- @include "includes/fractionArg"
+--- @include "includes/heldJob"
+--- @include "includes/intArg"
+--- @include "includes/jobOptions"
+--- @include "includes/landedFinish"
+--- @include "includes/nowArg"
 --- @include "includes/pickup"
+--- @include "includes/queuePrefix"
+--- @include "includes/recordFinish"
+--- @include "includes/releaseDedupId"
+--- @include "includes/signalWork"
+--- @include "includes/tokenArg"
 
 local outcome = ARGV[4]
 if outcome ~= "completed" and outcome ~= "failed" then

@@ -8,7 +8,7 @@
 --- @key marker  `emq:{q}:marker`  the marker idle workers block on
 --- @arg action  enum(pause|resume)  what to do
 --- @return int  1 when the queue's state changed, 0 when it already was so
---- @include "includes/events"
+--- @include "includes/emitEvent"
 
 local pausing = ARGV[1] == "pause"
 if not pausing and ARGV[1] ~= "resume" then

@@ -1,6 +1,6 @@
---- @include "prefix"
---- @include "numbers"
---- @include "jobId"
+--- @include "queuePrefix"
+--- @include "nowArg"
+--- @include "checkJobId"
 
 -- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7:
 -- job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id, parent_id; they

@@ -1,6 +1,7 @@
---- @include "enqueue"
---- @include "events"
---- @include "token"
+--- @include "promoteDueJobs"
+--- @include "refreshMarker"
+--- @include "recordToken"
+--- @include "emitUntrimmedEvent"
 
 -- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
 --   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
@@ -9,27 +10,6 @@
 -- call, cost the server more than some of the calls it names (make bench). `now` is the caller's
 -- clock as it sent it: Redis reads it, and a Lua number handed to redis.call costs a conversion
 -- to text (Redis 7.0 prints it with "%.17g"), so numbers go as text where they can.
-
--- Puts a job that became ready where workers take it, by the priority its hash holds.
-local function enqueueReadyJob(prefix, jobId, paused)
-  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
-  if priority > 0 then
-    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
-  end
-  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
-end
-
--- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
--- stays short however many are due).
-local function promoteDueJobs(prefix, now, paused)
-  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", "0", "1000")
-  for _, jobId in ipairs(due) do
-    redis.call("ZREM", KEYS[7], jobId)
-    local state = enqueueReadyJob(prefix, jobId, paused)
-    emitEvent(KEYS[4], KEYS[9], state == "paused" and "paused" or "waiting", jobId,
-      "prev", "delayed")
-  end
-end
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the

@@ -9,15 +9,24 @@
 --- @return int  1 when the lock was extended
 --- @error -2 JobLockNotExist
 --- @error -6 JobLockMismatch
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
+-- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
+-- lock is gone, -6 when another worker holds it).
+local function checkLock(lockKey, token)
+  local holder = redis.call("GET", lockKey)
+  if not holder then
+    return -2
+  end
+  if holder ~= token then
+    return -6
+  end
+  return 0
 end
--- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
--- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
--- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
--- generated wrappers refuse the same values before sending them.
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
 local MAX_INTEGER = 9007199254740991
 
 -- An integer argument from `low` to `high` (nil: 2^53 - 1).
@@ -33,9 +42,9 @@ local function intArg(value, name, low, high)
 end
 
 -- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
--- only after the script's first write; and a number handed to redis.call costs a conversion to
--- text. Returns the number, for sums.
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
 local function digitsArg(value, name, low)
   if not string.find(value, "^%d+$") then
     error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
@@ -43,39 +52,17 @@ local function digitsArg(value, name, low)
   end
   return intArg(value, name, low)
 end
-
--- The caller's clock, in ms.
-local function nowArg(value)
-  return digitsArg(value, "now", 0)
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
 end
-
--- A fraction argument: a number from 0 up to, not including, 1.
-local function fractionArg(value, name)
-  local number = tonumber(value)
-  if not number or not (number >= 0 and number < 1) then
-    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
-  end
-  return number
-end
-
 -- A worker's lock token: any text but the empty one, which would name no pickup.
 local function tokenArg(value)
   if value == "" then
     error("token must not be empty")
   end
   return value
-end
--- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
--- lock is gone, -6 when another worker holds it).
-local function checkLock(lockKey, token)
-  local holder = redis.call("GET", lockKey)
-  if not holder then
-    return -2
-  end
-  if holder ~= token then
-    return -6
-  end
-  return 0
 end
 
 local token = tokenArg(ARGV[1])

@@ -39,106 +39,16 @@
 --- @error -3 JobNotInState
 --- @error -4 JobPendingChildren
 --- @error -6 JobLockMismatch
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
--- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
--- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
--- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
--- generated wrappers refuse the same values before sending them.
-local MAX_INTEGER = 9007199254740991
-
--- An integer argument from `low` to `high` (nil: 2^53 - 1).
-local function intArg(value, name, low, high)
-  local number = tonumber(value)
-  high = high or MAX_INTEGER
-  if not number or number % 1 ~= 0 or number < low or number > high then
-    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
-    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
-      .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
--- only after the script's first write; and a number handed to redis.call costs a conversion to
--- text. Returns the number, for sums.
-local function digitsArg(value, name, low)
-  if not string.find(value, "^%d+$") then
-    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
-      .. value .. "'")
-  end
-  return intArg(value, name, low)
-end
-
--- The caller's clock, in ms.
-local function nowArg(value)
-  return digitsArg(value, "now", 0)
-end
-
--- A fraction argument: a number from 0 up to, not including, 1.
-local function fractionArg(value, name)
-  local number = tonumber(value)
-  if not number or not (number >= 0 and number < 1) then
-    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- A worker's lock token: any text but the empty one, which would name no pickup.
-local function tokenArg(value)
-  if value == "" then
-    error("token must not be empty")
-  end
-  return value
-end
--- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
--- script can read them before it writes anything. JSON null reads as absent.
-local function jobOptions(raw)
-  if raw == "{}" or raw == nil then
-    return {} -- the common case, without decoding
-  end
-  local ok, decoded = pcall(cjson.decode, raw)
-  if not ok or type(decoded) ~= "table" then
-    return {}
-  end
-  for name, value in pairs(decoded) do
-    if value == cjson.null then
-      decoded[name] = nil
-    end
-  end
-  return decoded
-end
--- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
--- lock is gone, -6 when another worker holds it).
-local function checkLock(lockKey, token)
-  local holder = redis.call("GET", lockKey)
-  if not holder then
-    return -2
-  end
-  if holder ~= token then
-    return -6
-  end
-  return 0
-end
--- The retry delay after `attempt` failed attempts: base * 2^(attempt - 1), plus `jitter` (a
--- fraction in [0, 1) that the caller drew: Lua's math.random is not random inside Redis) of it.
-local function backoffDelay(base, attempt, jitter)
-  local delay = base * 2 ^ (attempt - 1)
-  return math.floor(delay + delay * jitter)
-end
--- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
--- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
--- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
--- their hash and their companion keys. Returns true when the job that just finished was removed.
+-- Deletes a job's hash and its companion keys: its lock, a parent's :dependencies and :processed.
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
   redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed")
 end
 
+-- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
+-- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
+-- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
+-- their hash and their companion keys. Returns true when the job that just finished was removed.
 local function applyRetention(finishedKey, prefix, jobId, rule, now)
   if rule == nil or rule == false then
     return false
@@ -173,12 +83,65 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   end
   return removedOwn
 end
--- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
--- unless another job holds it by now.
-local function releaseDedupId(prefix, jobId, dedupId)
-  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId)
+-- The retry delay after `attempt` failed attempts: base * 2^(attempt - 1), plus `jitter` (a
+-- fraction in [0, 1) that the caller drew: Lua's math.random is not random inside Redis) of it.
+local function backoffDelay(base, attempt, jitter)
+  local delay = base * 2 ^ (attempt - 1)
+  return math.floor(delay + delay * jitter)
+end
+-- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
+-- lock is gone, -6 when another worker holds it).
+local function checkLock(lockKey, token)
+  local holder = redis.call("GET", lockKey)
+  if not holder then
+    return -2
   end
+  if holder ~= token then
+    return -6
+  end
+  return 0
+end
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low)
+  if not string.find(value, "^%d+$") then
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
+  end
+  return intArg(value, name, low)
+end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -193,25 +156,14 @@ local function signalWork(markerKey, dueAt)
   end
 end
 
--- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
--- work remains, else the next delayed job's run-at, else no marker.
-local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
-  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
     signalWork(markerKey, 0)
-    return
   end
-  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
-  if nextDelayed[2] then
-    redis.call("ZADD", markerKey, nextDelayed[2], "next")
-  else
-    redis.call("DEL", markerKey)
-  end
-end
-
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+  return "prioritized"
 end
 
 -- Puts a ready job without a priority where workers take it: the head of wait (they take from
@@ -226,50 +178,25 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   return "wait"
 end
 
--- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
--- are woken only when it is not).
-local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
-  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
-  if not paused then
-    signalWork(markerKey, 0)
+-- Puts a job that became ready where workers take it, by the priority its hash holds. It reads
+-- the keys of moveToActive-11 and moveToFinished-14 by position (see pickup).
+local function enqueueReadyJob(prefix, jobId, paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
   end
-  return "prioritized"
+  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
 end
--- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
-local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+-- A fraction argument: a number from 0 up to, not including, 1.
+local function fractionArg(value, name)
+  local number = tonumber(value)
+  if not number or not (number >= 0 and number < 1) then
+    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
+  end
+  return number
 end
-
--- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
--- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
--- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
-local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
-end
--- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
--- with fetch_next hands its token on to the job it picks next. The token's record,
--- emq:{q}:token:<token>, says which job the token holds and what its last finish answered:
--- "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held> is then
--- the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay of a
--- moveToDelayed). The pickup sets it with the lock and for as long, extendLock renews both, and
--- a finish rewrites it keeping its time to live, so a call a client re-sends after losing the
--- reply can be told from a new one. Job ids hold no ":", so the record splits at its colons.
-
-local function recordToken(prefix, token, held, finished, answer, ttl)
-  local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
-  redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
-end
-
--- Records the answer of a finish that picked no job up, for the time the record has left (XX:
--- never a record without a time to live).
-local function recordFinish(prefix, token, finished, answer)
-  redis.call("SET", prefix .. "token:" .. token, ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
-end
-
--- The token's record as (the job it holds or held last, the job it finished or "", that
--- finish's answer or ""), or nil when the token has no record.
+-- The token's record (see recordToken) as (the job it holds or held last, the job it finished or
+-- "", that finish's answer or ""), or nil when the token has no record.
 local function tokenRecord(prefix, token)
   local record = redis.call("GET", prefix .. "token:" .. token)
   if not record then
@@ -286,6 +213,23 @@ local function heldJob(prefix, token)
   end
   return nil
 end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
 
 -- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
 -- re-sent. The token's record says so while it lives, also after the job was removed by
@@ -298,25 +242,14 @@ local function landedFinish(prefix, jobId, token)
   return nil
 end
 
--- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
---   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
---   9 meta, 10 pc, 11 marker
--- and the code below reads them from KEYS by position: a table of their names, built on every
--- call, cost the server more than some of the calls it names (make bench). `now` is the caller's
--- clock as it sent it: Redis reads it, and a Lua number handed to redis.call costs a conversion
--- to text (Redis 7.0 prints it with "%.17g"), so numbers go as text where they can.
-
--- Puts a job that became ready where workers take it, by the priority its hash holds.
-local function enqueueReadyJob(prefix, jobId, paused)
-  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
-  if priority > 0 then
-    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
-  end
-  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
+-- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
 end
 
 -- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
--- stays short however many are due).
+-- stays short however many are due). It reads the keys of moveToActive-11 and moveToFinished-14
+-- by position (see pickup).
 local function promoteDueJobs(prefix, now, paused)
   local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", "0", "1000")
   for _, jobId in ipairs(due) do
@@ -326,6 +259,50 @@ local function promoteDueJobs(prefix, now, paused)
       "prev", "delayed")
   end
 end
+
+-- Sets the marker (see signalWork) from the queue's state after a pickup took a job or found
+-- none: 0 while ready work remains, else the next delayed job's run-at, else no marker.
+local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
+  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
+    signalWork(markerKey, 0)
+    return
+  end
+  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
+  if nextDelayed[2] then
+    redis.call("ZADD", markerKey, nextDelayed[2], "next")
+  else
+    redis.call("DEL", markerKey)
+  end
+end
+-- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
+-- with fetch_next hands its token on to the job it picks next. The token's record,
+-- emq:{q}:token:<token>, says which job the token holds and what its last finish answered:
+-- "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held> is then
+-- the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay of a
+-- moveToDelayed). The pickup sets it with the lock and for as long, extendLock renews both, and
+-- a finish rewrites it keeping its time to live, so a call a client re-sends after losing the
+-- reply can be told from a new one. Job ids hold no ":", so the record splits at its colons.
+
+-- Sets the token's record: it holds `held`, and, when `finished` is given, it finished that job
+-- first with `answer`. It lives `ttl` ms, as long as the lock it goes with.
+local function recordToken(prefix, token, held, finished, answer, ttl)
+  local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
+  redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
+end
+-- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
+-- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
+-- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
+local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
+  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
+end
+
+-- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
+--   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
+--   9 meta, 10 pc, 11 marker
+-- and the code below reads them from KEYS by position: a table of their names, built on every
+-- call, cost the server more than some of the calls it names (make bench). `now` is the caller's
+-- clock as it sent it: Redis reads it, and a Lua number handed to redis.call costs a conversion
+-- to text (Redis 7.0 prints it with "%.17g"), so numbers go as text where they can.
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
@@ -375,6 +352,30 @@ local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration,
     refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
   end
   return { jobId, redis.call("HGETALL", jobKey), 0 }
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+-- Records the answer of a finish that picked no job up in the token's record (see recordToken),
+-- for the time the record has left (XX: never a record without a time to live).
+local function recordFinish(prefix, token, finished, answer)
+  redis.call("SET", prefix .. "token:" .. token, ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
+end
+-- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
+-- unless another job holds it by now.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId)
+  end
+end
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
 end
 
 local outcome = ARGV[4]

@@ -15,13 +15,6 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 
--- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
--- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
--- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
-local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
-end
-
 local pausing = ARGV[1] == "pause"
 if not pausing and ARGV[1] ~= "resume" then
   return redis.error_reply("ERR action must be 'pause' or 'resume'")
