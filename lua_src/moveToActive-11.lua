@@ -30,20 +30,26 @@
 --- @include "includes/queuePrefix"
 --- @include "includes/tokenArg"
 
+local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- KEYS[5], the stalled set, is not read (see its @key line).
+local limiterKey, delayedKey, pausedKey, metaKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local pcKey, markerKey = KEYS[10], KEYS[11]
 local token = tokenArg(ARGV[1])
 -- Both as the caller sent them: Redis reads them (see includes/pickup.lua).
-digitsArg(ARGV[2], "lock_duration", 1)
-nowArg(ARGV[3])
 local lockDuration, now = ARGV[2], ARGV[3]
+digitsArg(lockDuration, "lock_duration", 1)
+nowArg(now)
 local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
 local concurrency = intArg(ARGV[6], "concurrency", 0)
-local prefix = queuePrefix(KEYS[1])
+
+local prefix = queuePrefix(waitKey)
 -- Re-sent with a token that still holds its job: that job again, and nothing else.
 local held = heldJob(prefix, token)
 if held then
   return { held, redis.call("HGETALL", prefix .. held), 0 }
 end
-local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused, nil,
-  nil)
+local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+return pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey, pausedKey,
+  metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax, limitDuration,
+  concurrency, paused, nil, nil)

@@ -73,14 +73,13 @@ local function checkJobId(jobId, what)
   end
 end
 
--- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7:
--- job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id, parent_id; they
--- are read here by position (a table of them, built on every add, cost the server more than
--- some of its calls). Returns the job id and true when the job is new; the id of the job that
--- already holds the custom id or the deduplication id and false when nothing was added; or a
--- failure code (-5 when the parent does not exist).
-local function addJob(idKey, extraFields)
-  local customId, opts, now, dedupId, parentId = ARGV[1], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+-- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7 and
+-- pass them here as they came: `customId` ("" for a generated id), `name`, `data` (JSON), `opts`
+-- (JSON), `now`, `dedupId`, `parentId`; `extraFields` are the script's own fields of the hash.
+-- Returns the job id and true when the job is new; the id of the job that already holds the
+-- custom id or the deduplication id and false when nothing was added; or a failure code (-5 when
+-- the parent does not exist).
+local function addJob(idKey, customId, name, data, opts, now, dedupId, parentId, extraFields)
   local prefix = queuePrefix(idKey)
   nowArg(now) -- stored, and added to a set (addParentJob), as the caller sent it
   -- Refused before anything is written: ids become key names.
@@ -115,7 +114,7 @@ local function addJob(idKey, extraFields)
   end
   local jobKey = prefix .. jobId
   local fields = {
-    "name", ARGV[2], "data", ARGV[3], "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
+    "name", name, "data", data, "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
   }
   if parentId ~= "" then
     local parentKey = prefix .. parentId
@@ -146,12 +145,16 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 
-local jobId, added = addJob(KEYS[3], {})
-if jobId == -5 then
+local waitingChildrenKey, metaKey, idKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local jobId, name, data, opts, now, dedupId, parentId =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+
+local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId, {})
+if id == -5 then
   return -5
 end
 if added then
-  redis.call("ZADD", KEYS[1], ARGV[5], jobId)
-  emitEvent(KEYS[4], KEYS[2], "waiting-children", jobId)
+  redis.call("ZADD", waitingChildrenKey, now, id)
+  emitEvent(eventsKey, metaKey, "waiting-children", id)
 end
-return { jobId, added and 1 or 0 }
+return { id, added and 1 or 0 }

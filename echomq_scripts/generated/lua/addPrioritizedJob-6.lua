@@ -76,14 +76,13 @@ local function checkJobId(jobId, what)
   end
 end
 
--- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7:
--- job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id, parent_id; they
--- are read here by position (a table of them, built on every add, cost the server more than
--- some of its calls). Returns the job id and true when the job is new; the id of the job that
--- already holds the custom id or the deduplication id and false when nothing was added; or a
--- failure code (-5 when the parent does not exist).
-local function addJob(idKey, extraFields)
-  local customId, opts, now, dedupId, parentId = ARGV[1], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+-- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7 and
+-- pass them here as they came: `customId` ("" for a generated id), `name`, `data` (JSON), `opts`
+-- (JSON), `now`, `dedupId`, `parentId`; `extraFields` are the script's own fields of the hash.
+-- Returns the job id and true when the job is new; the id of the job that already holds the
+-- custom id or the deduplication id and false when nothing was added; or a failure code (-5 when
+-- the parent does not exist).
+local function addJob(idKey, customId, name, data, opts, now, dedupId, parentId, extraFields)
   local prefix = queuePrefix(idKey)
   nowArg(now) -- stored, and added to a set (addParentJob), as the caller sent it
   -- Refused before anything is written: ids become key names.
@@ -118,7 +117,7 @@ local function addJob(idKey, extraFields)
   end
   local jobKey = prefix .. jobId
   local fields = {
-    "name", ARGV[2], "data", ARGV[3], "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
+    "name", name, "data", data, "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
   }
   if parentId ~= "" then
     local parentKey = prefix .. parentId
@@ -176,14 +175,20 @@ local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, 
   return "prioritized"
 end
 
-local priority = intArg(ARGV[8], "priority", 1, 2097151)
-local jobId, added = addJob(KEYS[4], { "priority", priority })
-if jobId == -5 then
+local prioritizedKey, pcKey, metaKey, idKey, eventsKey, markerKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local jobId, name, data, opts, now, dedupId, parentId =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local priority = intArg(ARGV[8], "priority", 1, 2097151) -- refused before anything else
+
+local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId,
+  { "priority", priority })
+if id == -5 then
   return -5
 end
 if added then
-  local paused = redis.call("HEXISTS", KEYS[3], "paused") == 1
-  pushPrioritized(KEYS[1], KEYS[2], KEYS[6], paused, jobId, priority)
-  emitEvent(KEYS[5], KEYS[3], "prioritized", jobId, "priority", priority)
+  local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+  pushPrioritized(prioritizedKey, pcKey, markerKey, paused, id, priority)
+  emitEvent(eventsKey, metaKey, "prioritized", id, "priority", priority)
 end
-return { jobId, added and 1 or 0 }
+return { id, added and 1 or 0 }

@@ -178,14 +178,15 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   return "wait"
 end
 
--- Puts a job that became ready where workers take it, by the priority its hash holds. It reads
--- the keys of moveToActive-11 and moveToFinished-14 by position (see pickup).
-local function enqueueReadyJob(prefix, jobId, paused)
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
   local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
   if priority > 0 then
-    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
   end
-  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
 end
 -- A fraction argument: a number from 0 up to, not including, 1.
 local function fractionArg(value, name)
@@ -247,15 +248,16 @@ local function nowArg(value)
   return digitsArg(value, "now", 0)
 end
 
--- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
--- stays short however many are due). It reads the keys of moveToActive-11 and moveToFinished-14
--- by position (see pickup).
-local function promoteDueJobs(prefix, now, paused)
-  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", "0", "1000")
+-- Moves every delayed job that is due by `now` (the caller's clock as it sent it, see pickup) to
+-- where it can run: at most 1000 per call, so one call stays short however many are due.
+local function promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey,
+    eventsKey, metaKey, prefix, now, paused)
+  local due = redis.call("ZRANGEBYSCORE", delayedKey, "-inf", now, "LIMIT", "0", "1000")
   for _, jobId in ipairs(due) do
-    redis.call("ZREM", KEYS[7], jobId)
-    local state = enqueueReadyJob(prefix, jobId, paused)
-    emitEvent(KEYS[4], KEYS[9], state == "paused" and "paused" or "waiting", jobId,
+    redis.call("ZREM", delayedKey, jobId)
+    local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix,
+      jobId, paused)
+    emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId,
       "prev", "delayed")
   end
 end
@@ -296,60 +298,60 @@ local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
   redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
 end
 
--- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
---   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
---   9 meta, 10 pc, 11 marker
--- and the code below reads them from KEYS by position: a table of their names, built on every
--- call, cost the server more than some of the calls it names (make bench). `now` is the caller's
--- clock as it sent it: Redis reads it, and a Lua number handed to redis.call costs a conversion
--- to text (Redis 7.0 prints it with "%.17g"), so numbers go as text where they can.
-
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
 -- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
 -- it for `token`, record that the token holds it (`finished` and `answer`: the job the same call
--- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
--- and the milliseconds until the limiter allows another job (0 when there is nothing to do now).
-local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
-    paused, finished, answer)
-  promoteDueJobs(prefix, now, paused)
+-- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }:
+-- the job, or "" and {} and the milliseconds until the limiter allows another job (0 when there is
+-- nothing to do now).
+-- The keys come first, in the order of the two scripts' KEYS (which share them), as parameters:
+-- a table of them, built on every call, cost the server more than some of the calls it names
+-- (make bench). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
+-- and a Lua number handed to redis.call costs a conversion to text (Redis 7.0 prints it with
+-- "%.17g"), so numbers go as text where they can.
+local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
+    pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
+    limitDuration, concurrency, paused, finished, answer)
+  promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
+    metaKey, prefix, now, paused)
   if paused then
     return { "", {}, 0 }
   end
   if limitMax > 0 then
-    local taken = tonumber(redis.call("GET", KEYS[6])) or 0
+    local taken = tonumber(redis.call("GET", limiterKey)) or 0
     if taken >= limitMax then
-      return { "", {}, math.max(redis.call("PTTL", KEYS[6]), 0) }
+      return { "", {}, math.max(redis.call("PTTL", limiterKey), 0) }
     end
   end
-  if concurrency > 0 and redis.call("LLEN", KEYS[2]) >= concurrency then
+  if concurrency > 0 and redis.call("LLEN", activeKey) >= concurrency then
     return { "", {}, 0 }
   end
   -- The oldest waiting job moves to the head of active in one step; the oldest active job is
   -- therefore at the tail, where the finishing scripts' LREM starts.
-  local jobId = redis.call("LMOVE", KEYS[1], KEYS[2], "RIGHT", "LEFT")
+  local jobId = redis.call("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
   if not jobId then
-    jobId = redis.call("ZPOPMIN", KEYS[3])[1]
+    jobId = redis.call("ZPOPMIN", prioritizedKey)[1]
     if jobId then
-      redis.call("LPUSH", KEYS[2], jobId)
+      redis.call("LPUSH", activeKey, jobId)
     end
   end
   if not jobId then
-    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+    refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
     return { "", {}, 0 }
   end
-  if limitMax > 0 and redis.call("INCR", KEYS[6]) == 1 then
-    redis.call("PEXPIRE", KEYS[6], limitDuration)
+  if limitMax > 0 and redis.call("INCR", limiterKey) == 1 then
+    redis.call("PEXPIRE", limiterKey, limitDuration)
   end
   local jobKey = prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
   recordToken(prefix, token, jobId, finished, answer, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
-  emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
+  emitUntrimmedEvent(eventsKey, "active", jobId, "prev", "waiting")
   -- A marker at 0 stays: more ready work, or at worst one idle worker woken for nothing (its
   -- pickup then refreshes the marker). A busy queue's pickup so reads the marker and no list.
-  if redis.call("ZSCORE", KEYS[11], "next") ~= "0" then
-    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  if redis.call("ZSCORE", markerKey, "next") ~= "0" then
+    refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
   end
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
@@ -378,21 +380,27 @@ local function tokenArg(value)
   return value
 end
 
+local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local stalledKey, limiterKey, delayedKey, pausedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local metaKey, pcKey, markerKey = KEYS[9], KEYS[10], KEYS[11]
+local finishedKey, metricsKey, waitingChildrenKey = KEYS[12], KEYS[13], KEYS[14]
 local outcome = ARGV[4]
 if outcome ~= "completed" and outcome ~= "failed" then
   return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
 end
 -- `now` is a number for sums; Redis gets the caller's text (nowText), which spares a conversion.
-local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
-local nowText = ARGV[3]
+local jobId, token, nowText = ARGV[1], tokenArg(ARGV[2]), ARGV[3]
+local now = nowArg(nowText)
+local result, stacktrace = ARGV[5], ARGV[6]
 local jitter = fractionArg(ARGV[7], "jitter")
 local fetchNext = ARGV[8] == "1"
-digitsArg(ARGV[9], "lock_duration", 1)
 local lockDuration = ARGV[9] -- as the caller sent it, like nowText
+digitsArg(lockDuration, "lock_duration", 1)
 local limitMax = intArg(ARGV[10], "limit_max", 0)
 local limitDuration = intArg(ARGV[11], "limit_duration", 0)
 local concurrency = intArg(ARGV[12], "concurrency", 0)
-local prefix = queuePrefix(KEYS[1])
+
+local prefix = queuePrefix(waitKey)
 local jobKey = prefix .. jobId
 
 local lockState = checkLock(jobKey .. ":lock", token)
@@ -423,57 +431,56 @@ end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
 local attemptsMade = (tonumber(stored[4]) or 0) + 1
-if redis.call("LREM", KEYS[2], "-1", jobId) == 0 then
+if redis.call("LREM", activeKey, "-1", jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
-redis.call("SREM", KEYS[5], jobId)
-
--- A completed child: its value goes to the parent, and the last pending one releases it. A
--- parent that retention removed has no :dependencies any more, so SREM finds nothing to do.
-local function releaseParent()
-  if not parentKey or redis.call("SREM", parentKey .. ":dependencies", jobKey) == 0 then
-    return
-  end
-  redis.call("HSET", parentKey .. ":processed", jobKey, ARGV[5])
-  local parentId = string.sub(parentKey, #prefix + 1)
-  if redis.call("SCARD", parentKey .. ":dependencies") == 0
-    and redis.call("ZREM", KEYS[14], parentId) == 1 then
-    enqueueReadyJob(prefix, parentId, redis.call("HEXISTS", KEYS[9], "paused") == 1)
-    emitEvent(KEYS[4], KEYS[9], "waiting", parentId, "prev", "waiting-children")
-  end
-end
+redis.call("SREM", stalledKey, jobId)
 
 local went = outcome
 local retryAt = nil
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
-  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace", ARGV[6],
+  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace", stacktrace,
     "delay", delay)
   went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", nowText)
-    releaseParent()
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", result, "finishedOn", nowText)
+    -- Releasing the parent: a completed child's value goes to the parent, and the last pending
+    -- one releases it. A parent that retention removed has no :dependencies any more, so SREM
+    -- finds nothing to do. (Written out here, not as a local function: a closure over this
+    -- many of the script's locals costs the server more, on every call, than its work.)
+    if parentKey and redis.call("SREM", parentKey .. ":dependencies", jobKey) == 1 then
+      redis.call("HSET", parentKey .. ":processed", jobKey, result)
+      local parentId = string.sub(parentKey, #prefix + 1)
+      if redis.call("SCARD", parentKey .. ":dependencies") == 0
+        and redis.call("ZREM", waitingChildrenKey, parentId) == 1 then
+        enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, parentId,
+          redis.call("HEXISTS", metaKey, "paused") == 1)
+        emitEvent(eventsKey, metaKey, "waiting", parentId, "prev", "waiting-children")
+      end
+    end
   else
-    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
-      ARGV[6], "finishedOn", nowText)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace",
+      stacktrace, "finishedOn", nowText)
   end
-  redis.call("ZADD", KEYS[12], nowText, jobId)
-  redis.call("INCR", KEYS[13])
+  redis.call("ZADD", finishedKey, nowText, jobId)
+  redis.call("INCR", metricsKey)
   releaseDedupId(prefix, jobId, dedupId)
-  emitEvent(KEYS[4], KEYS[9], outcome, jobId, "prev", "active")
+  emitEvent(eventsKey, metaKey, outcome, jobId, "prev", "active")
   local rule = opts.removeOnFail
   if outcome == "completed" then
     rule = opts.removeOnComplete
   end
-  applyRetention(KEYS[12], prefix, jobId, rule, now)
+  applyRetention(finishedKey, prefix, jobId, rule, now)
 end
 local nextJob = { "", {}, 0 }
 if fetchNext then
-  nextJob = pickup(prefix, token, lockDuration, nowText, limitMax, limitDuration, concurrency,
-    redis.call("HEXISTS", KEYS[9], "paused") == 1, jobId, went)
+  nextJob = pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
+    pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, nowText, limitMax,
+    limitDuration, concurrency, redis.call("HEXISTS", metaKey, "paused") == 1, jobId, went)
 end
 if nextJob[1] == "" then
   -- The token's record keeps this finish's answer for a re-send: the job may be removed, or
@@ -483,8 +490,8 @@ end
 if retryAt then
   -- After the pickup, so the token never takes back the job it just retried: a finish of it
   -- re-sent could not be told from a new one.
-  redis.call("ZADD", KEYS[7], retryAt, jobId)
-  signalWork(KEYS[11], retryAt)
-  emitEvent(KEYS[4], KEYS[9], "delayed", jobId, "delay", retryAt - now, "prev", "active")
+  redis.call("ZADD", delayedKey, retryAt, jobId)
+  signalWork(markerKey, retryAt)
+  emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", retryAt - now, "prev", "active")
 end
 return { went, nextJob[1], nextJob[2], nextJob[3] }

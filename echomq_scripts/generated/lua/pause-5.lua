@@ -15,28 +15,32 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 
-local pausing = ARGV[1] == "pause"
-if not pausing and ARGV[1] ~= "resume" then
+local waitKey, pausedKey, metaKey, eventsKey, markerKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local action = ARGV[1]
+
+local pausing = action == "pause"
+if not pausing and action ~= "resume" then
   return redis.error_reply("ERR action must be 'pause' or 'resume'")
 end
-if (redis.call("HEXISTS", KEYS[3], "paused") == 1) == pausing then
+if (redis.call("HEXISTS", metaKey, "paused") == 1) == pausing then
   return 0
 end
-local from, to = KEYS[1], KEYS[2]
+local from, to = waitKey, pausedKey
 if not pausing then
-  from, to = KEYS[2], KEYS[1]
+  from, to = pausedKey, waitKey
 end
 -- Oldest first onto the head of the other list: their order is kept, and they run after the
 -- jobs already there (workers take from the tail).
 while redis.call("RPOPLPUSH", from, to) do
 end
 if pausing then
-  redis.call("HSET", KEYS[3], "paused", "1")
-  redis.call("DEL", KEYS[5])
+  redis.call("HSET", metaKey, "paused", "1")
+  redis.call("DEL", markerKey)
 else
-  redis.call("HDEL", KEYS[3], "paused")
+  redis.call("HDEL", metaKey, "paused")
   -- Wake the workers: prioritized jobs, or delayed ones that fell due, may be waiting too.
-  redis.call("ZADD", KEYS[5], "0", "next")
+  redis.call("ZADD", markerKey, "0", "next")
 end
-emitEvent(KEYS[4], KEYS[3], pausing and "paused" or "resumed", "")
+emitEvent(eventsKey, metaKey, pausing and "paused" or "resumed", "")
 return 1
