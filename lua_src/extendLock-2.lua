@@ -13,6 +13,7 @@
 --- @include "includes/digitsArg"
 --- @include "includes/queuePrefix"
 --- @include "includes/tokenArg"
+--- @include "includes/tokenKey"
 
 local lockKey, stalledKey = KEYS[1], KEYS[2]
 local token = tokenArg(ARGV[1])
@@ -25,6 +26,8 @@ if lockState ~= 0 then
   return lockState
 end
 redis.call("SET", lockKey, token, "PX", duration)
-redis.call("PEXPIRE", queuePrefix(stalledKey) .. "token:" .. token, duration)
+-- The token's record lives as long as its lock; renewed, not rewritten: it may also hold the
+-- answer of the finish that handed the token on.
+redis.call("PEXPIRE", tokenKey(queuePrefix(stalledKey), token), duration)
 redis.call("SREM", stalledKey, jobId)
 return 1

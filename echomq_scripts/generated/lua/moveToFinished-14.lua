@@ -196,10 +196,23 @@ local function fractionArg(value, name)
   end
   return number
 end
--- The token's record (see recordToken) as (the job it holds or held last, the job it finished or
--- "", that finish's answer or ""), or nil when the token has no record.
+-- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
+-- with fetch_next hands its token on to the job it picks next. The token's record, the key this
+-- returns (emq:{q}:token:<token>), says which job the token holds and what its last finish
+-- answered: "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held>
+-- is then the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay
+-- of a moveToDelayed). The pickup sets it with the lock and for as long (recordToken), extendLock
+-- renews both, and a finish rewrites it keeping its time to live (recordFinish), so a call a
+-- client re-sends after losing the reply can be told from a new one (tokenRecord). Job ids hold
+-- no ":", so the record splits at its colons.
+local function tokenKey(prefix, token)
+  return prefix .. "token:" .. token
+end
+
+-- The token's record (see tokenKey) as (the job it holds or held last, the job it finished or "",
+-- that finish's answer or ""), or nil when the token has no record.
 local function tokenRecord(prefix, token)
-  local record = redis.call("GET", prefix .. "token:" .. token)
+  local record = redis.call("GET", tokenKey(prefix, token))
   if not record then
     return nil
   end
@@ -276,20 +289,12 @@ local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, pau
     redis.call("DEL", markerKey)
   end
 end
--- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
--- with fetch_next hands its token on to the job it picks next. The token's record,
--- emq:{q}:token:<token>, says which job the token holds and what its last finish answered:
--- "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held> is then
--- the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay of a
--- moveToDelayed). The pickup sets it with the lock and for as long, extendLock renews both, and
--- a finish rewrites it keeping its time to live, so a call a client re-sends after losing the
--- reply can be told from a new one. Job ids hold no ":", so the record splits at its colons.
 
--- Sets the token's record: it holds `held`, and, when `finished` is given, it finished that job
--- first with `answer`. It lives `ttl` ms, as long as the lock it goes with.
+-- Sets the token's record (see tokenKey): it holds `held`, and, when `finished` is given, it
+-- finished that job first with `answer`. It lives `ttl` ms, as long as the lock it goes with.
 local function recordToken(prefix, token, held, finished, answer, ttl)
   local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
-  redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
+  redis.call("SET", tokenKey(prefix, token), record, "PX", ttl)
 end
 -- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
 -- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
@@ -360,10 +365,11 @@ end
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
--- Records the answer of a finish that picked no job up in the token's record (see recordToken),
--- for the time the record has left (XX: never a record without a time to live).
+
+-- Records the answer of a finish that picked no job up, for the time the record has left (XX:
+-- never a record without a time to live).
 local function recordFinish(prefix, token, finished, answer)
-  redis.call("SET", prefix .. "token:" .. token, ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
+  redis.call("SET", tokenKey(prefix, token), ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
 end
 -- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
 -- unless another job holds it by now.
