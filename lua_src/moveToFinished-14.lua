@@ -45,6 +45,7 @@
 --- @include "includes/digitsArg"
 --- @include "includes/emitEvent"
 --- @include "includes/enqueueReadyJob"
+--- @include "includes/enumArg"
 --- @include "includes/fractionArg"
 --- @include "includes/heldJob"
 --- @include "includes/intArg"
@@ -62,10 +63,7 @@ local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3],
 local stalledKey, limiterKey, delayedKey, pausedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local metaKey, pcKey, markerKey = KEYS[9], KEYS[10], KEYS[11]
 local finishedKey, metricsKey, waitingChildrenKey = KEYS[12], KEYS[13], KEYS[14]
-local outcome = ARGV[4]
-if outcome ~= "completed" and outcome ~= "failed" then
-  return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
-end
+local outcome = enumArg(ARGV[4], "outcome", "completed", "failed")
 -- `now` is a number for sums; Redis gets the caller's text (nowText), which spares a conversion.
 local jobId, token, nowText = ARGV[1], tokenArg(ARGV[2]), ARGV[3]
 local now = nowArg(nowText)

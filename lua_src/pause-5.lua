@@ -9,15 +9,13 @@
 --- @arg action  enum(pause|resume)  what to do
 --- @return int  1 when the queue's state changed, 0 when it already was so
 --- @include "includes/emitEvent"
+--- @include "includes/enumArg"
 
 local waitKey, pausedKey, metaKey, eventsKey, markerKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local action = ARGV[1]
+local action = enumArg(ARGV[1], "action", "pause", "resume")
 
 local pausing = action == "pause"
-if not pausing and action ~= "resume" then
-  return redis.error_reply("ERR action must be 'pause' or 'resume'")
-end
 if (redis.call("HEXISTS", metaKey, "paused") == 1) == pausing then
   return 0
 end

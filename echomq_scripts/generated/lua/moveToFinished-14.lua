@@ -188,6 +188,22 @@ local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, marker
   end
   return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
 end
+-- An argument that must be one of the words given after `name`, as its header's enum(...) lists
+-- them: enumArg(ARGV[1], "action", "pause", "resume"). Returns the value. The words are compared
+-- one by one, without building a table of them: a call that passes costs a comparison or two.
+local function enumArg(value, name, ...)
+  local count = select("#", ...)
+  for i = 1, count do
+    if value == select(i, ...) then
+      return value
+    end
+  end
+  local words = "'" .. select(1, ...) .. "'"
+  for i = 2, count do
+    words = words .. (i == count and " or '" or ", '") .. select(i, ...) .. "'"
+  end
+  error(name .. " must be " .. words .. ", got '" .. tostring(value) .. "'")
+end
 -- A fraction argument: a number from 0 up to, not including, 1.
 local function fractionArg(value, name)
   local number = tonumber(value)
@@ -390,10 +406,7 @@ local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3],
 local stalledKey, limiterKey, delayedKey, pausedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local metaKey, pcKey, markerKey = KEYS[9], KEYS[10], KEYS[11]
 local finishedKey, metricsKey, waitingChildrenKey = KEYS[12], KEYS[13], KEYS[14]
-local outcome = ARGV[4]
-if outcome ~= "completed" and outcome ~= "failed" then
-  return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
-end
+local outcome = enumArg(ARGV[4], "outcome", "completed", "failed")
 -- `now` is a number for sums; Redis gets the caller's text (nowText), which spares a conversion.
 local jobId, token, nowText = ARGV[1], tokenArg(ARGV[2]), ARGV[3]
 local now = nowArg(nowText)

@@ -14,15 +14,28 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
+-- An argument that must be one of the words given after `name`, as its header's enum(...) lists
+-- them: enumArg(ARGV[1], "action", "pause", "resume"). Returns the value. The words are compared
+-- one by one, without building a table of them: a call that passes costs a comparison or two.
+local function enumArg(value, name, ...)
+  local count = select("#", ...)
+  for i = 1, count do
+    if value == select(i, ...) then
+      return value
+    end
+  end
+  local words = "'" .. select(1, ...) .. "'"
+  for i = 2, count do
+    words = words .. (i == count and " or '" or ", '") .. select(i, ...) .. "'"
+  end
+  error(name .. " must be " .. words .. ", got '" .. tostring(value) .. "'")
+end
 
 local waitKey, pausedKey, metaKey, eventsKey, markerKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local action = ARGV[1]
+local action = enumArg(ARGV[1], "action", "pause", "resume")
 
 local pausing = action == "pause"
-if not pausing and action ~= "resume" then
-  return redis.error_reply("ERR action must be 'pause' or 'resume'")
-end
 if (redis.call("HEXISTS", metaKey, "paused") == 1) == pausing then
   return 0
 end
