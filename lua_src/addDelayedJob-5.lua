@@ -16,18 +16,25 @@
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
---- @include "includes/events"
---- @include "includes/marker"
+--- @include "includes/emitEvent"
+--- @include "includes/intArg"
+--- @include "includes/nowArg"
+--- @include "includes/signalWork"
 
+local delayedKey, metaKey, idKey, eventsKey, markerKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local jobId, name, data, opts, now, dedupId, parentId =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local delay = intArg(ARGV[8], "delay", 0)
-local runAt = nowArg(ARGV[5]) + delay
-local jobId, added = addJob(KEYS[3], { "delay", delay })
-if jobId == -5 then
+
+local runAt = nowArg(now) + delay
+local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId, { "delay", delay })
+if id == -5 then
   return -5
 end
 if added then
-  redis.call("ZADD", KEYS[1], runAt, jobId)
-  signalWork(KEYS[5], runAt)
-  emitEvent(KEYS[4], KEYS[2], "delayed", jobId, "delay", delay, "runAt", runAt)
+  redis.call("ZADD", delayedKey, runAt, id)
+  signalWork(markerKey, runAt)
+  emitEvent(eventsKey, metaKey, "delayed", id, "delay", delay, "runAt", runAt)
 end
-return { jobId, added and 1 or 0 }
+return { id, added and 1 or 0 }

@@ -15,14 +15,18 @@
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
---- @include "includes/events"
+--- @include "includes/emitEvent"
 
-local jobId, added = addJob(KEYS[3], {})
-if jobId == -5 then
+local waitingChildrenKey, metaKey, idKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local jobId, name, data, opts, now, dedupId, parentId =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+
+local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId, {})
+if id == -5 then
   return -5
 end
 if added then
-  redis.call("ZADD", KEYS[1], ARGV[5], jobId)
-  emitEvent(KEYS[4], KEYS[2], "waiting-children", jobId)
+  redis.call("ZADD", waitingChildrenKey, now, id)
+  emitEvent(eventsKey, metaKey, "waiting-children", id)
 end
-return { jobId, added and 1 or 0 }
+return { id, added and 1 or 0 }

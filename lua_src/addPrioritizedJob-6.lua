@@ -18,17 +18,24 @@
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
---- @include "includes/enqueue"
---- @include "includes/events"
+--- @include "includes/emitEvent"
+--- @include "includes/intArg"
+--- @include "includes/pushPrioritized"
 
-local priority = intArg(ARGV[8], "priority", 1, 2097151)
-local jobId, added = addJob(KEYS[4], { "priority", priority })
-if jobId == -5 then
+local prioritizedKey, pcKey, metaKey, idKey, eventsKey, markerKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local jobId, name, data, opts, now, dedupId, parentId =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local priority = intArg(ARGV[8], "priority", 1, 2097151) -- refused before anything else
+
+local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId,
+  { "priority", priority })
+if id == -5 then
   return -5
 end
 if added then
-  local paused = redis.call("HEXISTS", KEYS[3], "paused") == 1
-  pushPrioritized(KEYS[1], KEYS[2], KEYS[6], paused, jobId, priority)
-  emitEvent(KEYS[5], KEYS[3], "prioritized", jobId, "priority", priority)
+  local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+  pushPrioritized(prioritizedKey, pcKey, markerKey, paused, id, priority)
+  emitEvent(eventsKey, metaKey, "prioritized", id, "priority", priority)
 end
-return { jobId, added and 1 or 0 }
+return { id, added and 1 or 0 }

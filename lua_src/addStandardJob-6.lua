@@ -16,16 +16,21 @@
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
 --- @include "includes/addJob"
---- @include "includes/enqueue"
---- @include "includes/events"
+--- @include "includes/emitEvent"
+--- @include "includes/pushReady"
 
-local jobId, added = addJob(KEYS[4], {})
-if jobId == -5 then
+local waitKey, pausedKey, metaKey, idKey, eventsKey, markerKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local jobId, name, data, opts, now, dedupId, parentId =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+
+local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId, {})
+if id == -5 then
   return -5
 end
 if added then
-  local paused = redis.call("HEXISTS", KEYS[3], "paused") == 1
-  local state = pushReady(KEYS[1], KEYS[2], KEYS[6], paused, jobId)
-  emitEvent(KEYS[5], KEYS[3], state == "paused" and "paused" or "waiting", jobId, "name", ARGV[2])
+  local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+  local state = pushReady(waitKey, pausedKey, markerKey, paused, id)
+  emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", id, "name", name)
 end
-return { jobId, added and 1 or 0 }
+return { id, added and 1 or 0 }

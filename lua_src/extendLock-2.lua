@@ -9,18 +9,25 @@
 --- @return int  1 when the lock was extended
 --- @error -2 JobLockNotExist
 --- @error -6 JobLockMismatch
---- @include "includes/prefix"
---- @include "includes/numbers"
---- @include "includes/lock"
+--- @include "includes/checkLock"
+--- @include "includes/digitsArg"
+--- @include "includes/queuePrefix"
+--- @include "includes/tokenArg"
+--- @include "includes/tokenKey"
 
+local lockKey, stalledKey = KEYS[1], KEYS[2]
 local token = tokenArg(ARGV[1])
-digitsArg(ARGV[2], "duration", 1)
 local duration = ARGV[2] -- as the caller sent it: Redis reads it
-local lockState = checkLock(KEYS[1], token)
+digitsArg(duration, "duration", 1)
+local jobId = ARGV[3]
+
+local lockState = checkLock(lockKey, token)
 if lockState ~= 0 then
   return lockState
 end
-redis.call("SET", KEYS[1], token, "PX", duration)
-redis.call("PEXPIRE", queuePrefix(KEYS[2]) .. "token:" .. token, duration)
-redis.call("SREM", KEYS[2], ARGV[3])
+redis.call("SET", lockKey, token, "PX", duration)
+-- The token's record lives as long as its lock; renewed, not rewritten: it may also hold the
+-- answer of the finish that handed the token on.
+redis.call("PEXPIRE", tokenKey(queuePrefix(stalledKey), token), duration)
+redis.call("SREM", stalledKey, jobId)
 return 1

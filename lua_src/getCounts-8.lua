@@ -9,13 +9,17 @@
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
 --- @return list[int]  the counts, in the order of the keys
 
+local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prioritizedKey, completedKey, failedKey = KEYS[5], KEYS[6], KEYS[7]
+local waitingChildrenKey = KEYS[8]
+
 return {
-  redis.call("LLEN", KEYS[1]),
-  redis.call("LLEN", KEYS[2]),
-  redis.call("LLEN", KEYS[3]),
-  redis.call("ZCARD", KEYS[4]),
-  redis.call("ZCARD", KEYS[5]),
-  redis.call("ZCARD", KEYS[6]),
-  redis.call("ZCARD", KEYS[7]),
-  redis.call("ZCARD", KEYS[8]),
+  redis.call("LLEN", waitKey),
+  redis.call("LLEN", pausedKey),
+  redis.call("LLEN", activeKey),
+  redis.call("ZCARD", delayedKey),
+  redis.call("ZCARD", prioritizedKey),
+  redis.call("ZCARD", completedKey),
+  redis.call("ZCARD", failedKey),
+  redis.call("ZCARD", waitingChildrenKey),
 }

@@ -16,45 +16,51 @@
 --- @arg max_stalled  int(0..)  how often a job may stall before it fails
 --- @arg now          int(0..)  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
---- @include "includes/prefix"
---- @include "includes/numbers"
---- @include "includes/options"
---- @include "includes/retention"
---- @include "includes/dedup"
---- @include "includes/events"
---- @include "includes/marker"
+--- @include "includes/applyRetention"
+--- @include "includes/emitEvent"
+--- @include "includes/intArg"
+--- @include "includes/jobOptions"
+--- @include "includes/nowArg"
+--- @include "includes/queuePrefix"
+--- @include "includes/releaseDedupId"
+--- @include "includes/signalWork"
 
-local prefix = queuePrefix(KEYS[1])
-local maxStalled, now = intArg(ARGV[1], "max_stalled", 0), nowArg(ARGV[2])
-local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
+local stalledKey, waitKey, activeKey, failedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local pausedKey, metaKey, eventsKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+-- `now` is a number for sums; Redis gets the caller's text (nowText), which spares a conversion.
+local nowText = ARGV[2]
+local maxStalled, now = intArg(ARGV[1], "max_stalled", 0), nowArg(nowText)
+
+local prefix = queuePrefix(stalledKey)
+local paused = redis.call("HEXISTS", metaKey, "paused") == 1
 local recovered, failed = {}, {}
-for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do
+for _, jobId in ipairs(redis.call("SMEMBERS", stalledKey)) do
   local jobKey = prefix .. jobId
-  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", KEYS[3], "-1", jobId) == 1 then
+  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", activeKey, "-1", jobId) == 1 then
     local stalledCount = redis.call("HINCRBY", jobKey, "stc", "1")
     if stalledCount > maxStalled then
       redis.call("HSET", jobKey, "failedReason", "job stalled more than allowable limit",
-        "finishedOn", ARGV[2])
-      redis.call("ZADD", KEYS[4], ARGV[2], jobId)
+        "finishedOn", nowText)
+      redis.call("ZADD", failedKey, nowText, jobId)
       redis.call("INCR", prefix .. "metrics:failed")
       releaseDedupId(prefix, jobId, redis.call("HGET", jobKey, "deid"))
-      emitEvent(KEYS[7], KEYS[6], "failed", jobId, "prev", "active", "reason", "stalled")
+      emitEvent(eventsKey, metaKey, "failed", jobId, "prev", "active", "reason", "stalled")
       failed[#failed + 1] = jobId
-      applyRetention(KEYS[4], prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)
+      applyRetention(failedKey, prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)
     else
-      redis.call("RPUSH", paused and KEYS[5] or KEYS[2], jobId)
-      emitEvent(KEYS[7], KEYS[6], "stalled", jobId)
+      redis.call("RPUSH", paused and pausedKey or waitKey, jobId)
+      emitEvent(eventsKey, metaKey, "stalled", jobId)
       recovered[#recovered + 1] = jobId
     end
   end
 end
 -- Mark every job active now; a heartbeat (extendLock) or a finish clears the mark.
-redis.call("DEL", KEYS[1])
-local active = redis.call("LRANGE", KEYS[3], "0", "-1")
+redis.call("DEL", stalledKey)
+local active = redis.call("LRANGE", activeKey, "0", "-1")
 if #active > 0 then
-  redis.call("SADD", KEYS[1], unpack(active))
+  redis.call("SADD", stalledKey, unpack(active))
 end
 if #recovered > 0 and not paused then
-  signalWork(KEYS[8], 0)
+  signalWork(markerKey, 0)
 end
 return { recovered, failed }

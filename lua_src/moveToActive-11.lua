@@ -22,24 +22,34 @@
 --- @arg limit_duration int(0..)           the rate limiter's window, in milliseconds
 --- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap)
 --- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the concurrency cap)
---- @include "includes/prefix"
---- @include "includes/numbers"
+--- @include "includes/digitsArg"
+--- @include "includes/heldJob"
+--- @include "includes/intArg"
+--- @include "includes/nowArg"
 --- @include "includes/pickup"
+--- @include "includes/queuePrefix"
+--- @include "includes/tokenArg"
 
+local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- KEYS[5], the stalled set, is not read (see its @key line).
+local limiterKey, delayedKey, pausedKey, metaKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local pcKey, markerKey = KEYS[10], KEYS[11]
 local token = tokenArg(ARGV[1])
 -- Both as the caller sent them: Redis reads them (see includes/pickup.lua).
-digitsArg(ARGV[2], "lock_duration", 1)
-nowArg(ARGV[3])
 local lockDuration, now = ARGV[2], ARGV[3]
+digitsArg(lockDuration, "lock_duration", 1)
+nowArg(now)
 local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
 local concurrency = intArg(ARGV[6], "concurrency", 0)
-local prefix = queuePrefix(KEYS[1])
+
+local prefix = queuePrefix(waitKey)
 -- Re-sent with a token that still holds its job: that job again, and nothing else.
 local held = heldJob(prefix, token)
 if held then
   return { held, redis.call("HGETALL", prefix .. held), 0 }
 end
-local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused, nil,
-  nil)
+local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+return pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey, pausedKey,
+  metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax, limitDuration,
+  concurrency, paused, nil, nil)

@@ -19,18 +19,25 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
---- @include "includes/prefix"
---- @include "includes/numbers"
---- @include "includes/lock"
---- @include "includes/token"
---- @include "includes/backoff"
---- @include "includes/events"
---- @include "includes/marker"
+--- @include "includes/backoffDelay"
+--- @include "includes/checkLock"
+--- @include "includes/emitEvent"
+--- @include "includes/fractionArg"
+--- @include "includes/intArg"
+--- @include "includes/landedFinish"
+--- @include "includes/nowArg"
+--- @include "includes/queuePrefix"
+--- @include "includes/recordFinish"
+--- @include "includes/signalWork"
+--- @include "includes/tokenArg"
 
+local activeKey, delayedKey, eventsKey, stalledKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local metaKey, markerKey, jobKey, lockKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
-local prefix = queuePrefix(KEYS[1])
 local base, jitter = intArg(ARGV[4], "base", 0), fractionArg(ARGV[5], "jitter")
-local lockState = checkLock(KEYS[8], token)
+
+local prefix = queuePrefix(activeKey)
+local lockState = checkLock(lockKey, token)
 if lockState ~= 0 then
   -- Re-sent after it landed: the answer was the delay.
   local answer = landedFinish(prefix, jobId, token)
@@ -39,19 +46,19 @@ if lockState ~= 0 then
   end
   return lockState
 end
-if redis.call("EXISTS", KEYS[7]) == 0 then
+if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
-if redis.call("LREM", KEYS[1], "-1", jobId) == 0 then
+if redis.call("LREM", activeKey, "-1", jobId) == 0 then
   return -3
 end
-redis.call("DEL", KEYS[8])
-redis.call("SREM", KEYS[4], jobId)
-local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", "1")
+redis.call("DEL", lockKey)
+redis.call("SREM", stalledKey, jobId)
+local attemptsMade = redis.call("HINCRBY", jobKey, "atm", "1")
 local delay = backoffDelay(base, attemptsMade, jitter)
-redis.call("HSET", KEYS[7], "delay", delay)
+redis.call("HSET", jobKey, "delay", delay)
 recordFinish(prefix, token, jobId, delay)
-redis.call("ZADD", KEYS[2], now + delay, jobId)
-signalWork(KEYS[6], now + delay)
-emitEvent(KEYS[3], KEYS[5], "delayed", jobId, "delay", delay, "prev", "active")
+redis.call("ZADD", delayedKey, now + delay, jobId)
+signalWork(markerKey, now + delay)
+emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", delay, "prev", "active")
 return delay

@@ -39,30 +39,44 @@
 --- @error -3 JobNotInState
 --- @error -4 JobPendingChildren
 --- @error -6 JobLockMismatch
---- @include "includes/prefix"
---- @include "includes/numbers"
---- @include "includes/options"
---- @include "includes/lock"
---- @include "includes/backoff"
---- @include "includes/retention"
---- @include "includes/dedup"
+--- @include "includes/applyRetention"
+--- @include "includes/backoffDelay"
+--- @include "includes/checkLock"
+--- @include "includes/digitsArg"
+--- @include "includes/emitEvent"
+--- @include "includes/enqueueReadyJob"
+--- @include "includes/enumArg"
+--- @include "includes/fractionArg"
+--- @include "includes/heldJob"
+--- @include "includes/intArg"
+--- @include "includes/jobOptions"
+--- @include "includes/landedFinish"
+--- @include "includes/nowArg"
 --- @include "includes/pickup"
+--- @include "includes/queuePrefix"
+--- @include "includes/recordFinish"
+--- @include "includes/releaseDedupId"
+--- @include "includes/signalWork"
+--- @include "includes/tokenArg"
 
-local outcome = ARGV[4]
-if outcome ~= "completed" and outcome ~= "failed" then
-  return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
-end
+local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local stalledKey, limiterKey, delayedKey, pausedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local metaKey, pcKey, markerKey = KEYS[9], KEYS[10], KEYS[11]
+local finishedKey, metricsKey, waitingChildrenKey = KEYS[12], KEYS[13], KEYS[14]
+local outcome = enumArg(ARGV[4], "outcome", "completed", "failed")
 -- `now` is a number for sums; Redis gets the caller's text (nowText), which spares a conversion.
-local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
-local nowText = ARGV[3]
+local jobId, token, nowText = ARGV[1], tokenArg(ARGV[2]), ARGV[3]
+local now = nowArg(nowText)
+local result, stacktrace = ARGV[5], ARGV[6]
 local jitter = fractionArg(ARGV[7], "jitter")
 local fetchNext = ARGV[8] == "1"
-digitsArg(ARGV[9], "lock_duration", 1)
 local lockDuration = ARGV[9] -- as the caller sent it, like nowText
+digitsArg(lockDuration, "lock_duration", 1)
 local limitMax = intArg(ARGV[10], "limit_max", 0)
 local limitDuration = intArg(ARGV[11], "limit_duration", 0)
 local concurrency = intArg(ARGV[12], "concurrency", 0)
-local prefix = queuePrefix(KEYS[1])
+
+local prefix = queuePrefix(waitKey)
 local jobKey = prefix .. jobId
 
 local lockState = checkLock(jobKey .. ":lock", token)
@@ -93,57 +107,56 @@ end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
 local attemptsMade = (tonumber(stored[4]) or 0) + 1
-if redis.call("LREM", KEYS[2], "-1", jobId) == 0 then
+if redis.call("LREM", activeKey, "-1", jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
-redis.call("SREM", KEYS[5], jobId)
-
--- A completed child: its value goes to the parent, and the last pending one releases it. A
--- parent that retention removed has no :dependencies any more, so SREM finds nothing to do.
-local function releaseParent()
-  if not parentKey or redis.call("SREM", parentKey .. ":dependencies", jobKey) == 0 then
-    return
-  end
-  redis.call("HSET", parentKey .. ":processed", jobKey, ARGV[5])
-  local parentId = string.sub(parentKey, #prefix + 1)
-  if redis.call("SCARD", parentKey .. ":dependencies") == 0
-    and redis.call("ZREM", KEYS[14], parentId) == 1 then
-    enqueueReadyJob(prefix, parentId, redis.call("HEXISTS", KEYS[9], "paused") == 1)
-    emitEvent(KEYS[4], KEYS[9], "waiting", parentId, "prev", "waiting-children")
-  end
-end
+redis.call("SREM", stalledKey, jobId)
 
 local went = outcome
 local retryAt = nil
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
-  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace", ARGV[6],
+  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace", stacktrace,
     "delay", delay)
   went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", nowText)
-    releaseParent()
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", result, "finishedOn", nowText)
+    -- Releasing the parent: a completed child's value goes to the parent, and the last pending
+    -- one releases it. A parent that retention removed has no :dependencies any more, so SREM
+    -- finds nothing to do. (Written out here, not as a local function: a closure over this
+    -- many of the script's locals costs the server more, on every call, than its work.)
+    if parentKey and redis.call("SREM", parentKey .. ":dependencies", jobKey) == 1 then
+      redis.call("HSET", parentKey .. ":processed", jobKey, result)
+      local parentId = string.sub(parentKey, #prefix + 1)
+      if redis.call("SCARD", parentKey .. ":dependencies") == 0
+        and redis.call("ZREM", waitingChildrenKey, parentId) == 1 then
+        enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, parentId,
+          redis.call("HEXISTS", metaKey, "paused") == 1)
+        emitEvent(eventsKey, metaKey, "waiting", parentId, "prev", "waiting-children")
+      end
+    end
   else
-    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
-      ARGV[6], "finishedOn", nowText)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace",
+      stacktrace, "finishedOn", nowText)
   end
-  redis.call("ZADD", KEYS[12], nowText, jobId)
-  redis.call("INCR", KEYS[13])
+  redis.call("ZADD", finishedKey, nowText, jobId)
+  redis.call("INCR", metricsKey)
   releaseDedupId(prefix, jobId, dedupId)
-  emitEvent(KEYS[4], KEYS[9], outcome, jobId, "prev", "active")
+  emitEvent(eventsKey, metaKey, outcome, jobId, "prev", "active")
   local rule = opts.removeOnFail
   if outcome == "completed" then
     rule = opts.removeOnComplete
   end
-  applyRetention(KEYS[12], prefix, jobId, rule, now)
+  applyRetention(finishedKey, prefix, jobId, rule, now)
 end
 local nextJob = { "", {}, 0 }
 if fetchNext then
-  nextJob = pickup(prefix, token, lockDuration, nowText, limitMax, limitDuration, concurrency,
-    redis.call("HEXISTS", KEYS[9], "paused") == 1, jobId, went)
+  nextJob = pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
+    pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, nowText, limitMax,
+    limitDuration, concurrency, redis.call("HEXISTS", metaKey, "paused") == 1, jobId, went)
 end
 if nextJob[1] == "" then
   -- The token's record keeps this finish's answer for a re-send: the job may be removed, or
@@ -153,8 +166,8 @@ end
 if retryAt then
   -- After the pickup, so the token never takes back the job it just retried: a finish of it
   -- re-sent could not be told from a new one.
-  redis.call("ZADD", KEYS[7], retryAt, jobId)
-  signalWork(KEYS[11], retryAt)
-  emitEvent(KEYS[4], KEYS[9], "delayed", jobId, "delay", retryAt - now, "prev", "active")
+  redis.call("ZADD", delayedKey, retryAt, jobId)
+  signalWork(markerKey, retryAt)
+  emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", retryAt - now, "prev", "active")
 end
 return { went, nextJob[1], nextJob[2], nextJob[3] }

@@ -8,30 +8,32 @@
 --- @key marker  `emq:{q}:marker`  the marker idle workers block on
 --- @arg action  enum(pause|resume)  what to do
 --- @return int  1 when the queue's state changed, 0 when it already was so
---- @include "includes/events"
+--- @include "includes/emitEvent"
+--- @include "includes/enumArg"
 
-local pausing = ARGV[1] == "pause"
-if not pausing and ARGV[1] ~= "resume" then
-  return redis.error_reply("ERR action must be 'pause' or 'resume'")
-end
-if (redis.call("HEXISTS", KEYS[3], "paused") == 1) == pausing then
+local waitKey, pausedKey, metaKey, eventsKey, markerKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local action = enumArg(ARGV[1], "action", "pause", "resume")
+
+local pausing = action == "pause"
+if (redis.call("HEXISTS", metaKey, "paused") == 1) == pausing then
   return 0
 end
-local from, to = KEYS[1], KEYS[2]
+local from, to = waitKey, pausedKey
 if not pausing then
-  from, to = KEYS[2], KEYS[1]
+  from, to = pausedKey, waitKey
 end
 -- Oldest first onto the head of the other list: their order is kept, and they run after the
 -- jobs already there (workers take from the tail).
 while redis.call("RPOPLPUSH", from, to) do
 end
 if pausing then
-  redis.call("HSET", KEYS[3], "paused", "1")
-  redis.call("DEL", KEYS[5])
+  redis.call("HSET", metaKey, "paused", "1")
+  redis.call("DEL", markerKey)
 else
-  redis.call("HDEL", KEYS[3], "paused")
+  redis.call("HDEL", metaKey, "paused")
   -- Wake the workers: prioritized jobs, or delayed ones that fell due, may be waiting too.
-  redis.call("ZADD", KEYS[5], "0", "next")
+  redis.call("ZADD", markerKey, "0", "next")
 end
-emitEvent(KEYS[4], KEYS[3], pausing and "paused" or "resumed", "")
+emitEvent(eventsKey, metaKey, pausing and "paused" or "resumed", "")
 return 1

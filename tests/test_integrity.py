@@ -66,7 +66,7 @@ def raw(script: str, r: Client, call_keys: Any, args: list[str]) -> Any:
 def test_the_scripts_reserve_the_names_keys_py_reserves() -> None:
     """The one rule for job ids is written twice, in keys.py and in the add scripts' include:
     the two lists of reserved names are the same."""
-    source = (REPO / "lua_src" / "includes" / "jobId.lua").read_text()
+    source = (REPO / "lua_src" / "includes" / "checkJobId.lua").read_text()
     listed = re.search(r'RESERVED_JOB_IDS = "([^"]*)"', source)
     assert listed is not None
     assert set(listed[1].split()) == keys.RESERVED_IDS

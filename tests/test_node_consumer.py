@@ -50,6 +50,9 @@ def test_node_consumes_the_published_bundle(
     assert report["steps"]["pickup"] == {"jobId": "1", "name": "email"}
     assert report["steps"]["finish"] == {"state": "completed"}
     assert report["steps"]["counts"] == [0, 0, 0, 0, 0, 1, 0, 0]
+    # A refusal is a Lua error, so a runtime sees where it was raised: Redis names the line.
+    assert "action must be 'pause' or 'resume', got 'stop'" in report["steps"]["refusal"]
+    assert "on @user_script:" in report["steps"]["refusal"]
     # What Node.js did is in Redis: the job completed, under the manifest's key layout.
     assert r.zscore("emq:{node}:completed", "1") == 1005
     assert r.hget("emq:{node}:1", "returnvalue") == b'"sent"'

@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-import redis
-import redis.cluster
 
 from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
+from echomq_scripts.runtime import LuaError
 from tests.support.invariants import NOW, text
 from tests.support.queue_harness import LOCK_MS, OTHER, RETRY, TOKEN, Queue, run_to
 
@@ -54,8 +53,11 @@ def test_an_unknown_outcome_is_refused_and_changes_nothing(q: Queue) -> None:
     token = q.token_of("a")
     args = ["a", token, str(NOW), "done", "1", "", "0", "0", str(LOCK_MS), "0", "0", "0"]
     keys = g.move_to_finished_keys(q.name, "completed")
-    with pytest.raises(redis.ResponseError, match="outcome must be 'completed' or 'failed'"):
+    with pytest.raises(
+        LuaError, match="outcome must be 'completed' or 'failed', got 'done'"
+    ) as refused:
         q.raw("moveToFinished", keys, args)
+    assert refused.value.source == "includes/enumArg.lua"
     assert q.check() == {"a": "active"}
     assert q.lock("a") == token
 

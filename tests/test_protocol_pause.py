@@ -8,10 +8,9 @@ tests/support/queue_harness.py.
 from __future__ import annotations
 
 import pytest
-import redis
-import redis.cluster
 
 from echomq_scripts import generated as g
+from echomq_scripts.runtime import LuaError
 from tests.support.invariants import NOW
 from tests.support.queue_harness import Queue
 
@@ -56,8 +55,9 @@ def test_pausing_twice_or_resuming_a_running_queue_changes_nothing(q: Queue) -> 
 
 def test_an_unknown_pause_action_is_refused(q: Queue) -> None:
     q.add("a")
-    with pytest.raises(redis.ResponseError, match="action must be 'pause' or 'resume'"):
+    with pytest.raises(LuaError, match="action must be 'pause' or 'resume', got 'stop'") as refused:
         q.raw("pause", g.pause_keys(q.name), ["stop"])
+    assert refused.value.source == "includes/enumArg.lua"
     assert q.check() == {"a": "wait"}
     assert q.hash("meta") == {}
 

@@ -1,15 +1,14 @@
---- @include "prefix"
---- @include "numbers"
---- @include "jobId"
+--- @include "queuePrefix"
+--- @include "nowArg"
+--- @include "checkJobId"
 
--- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7:
--- job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id, parent_id; they
--- are read here by position (a table of them, built on every add, cost the server more than
--- some of its calls). Returns the job id and true when the job is new; the id of the job that
--- already holds the custom id or the deduplication id and false when nothing was added; or a
--- failure code (-5 when the parent does not exist).
-local function addJob(idKey, extraFields)
-  local customId, opts, now, dedupId, parentId = ARGV[1], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+-- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7 and
+-- pass them here as they came: `customId` ("" for a generated id), `name`, `data` (JSON), `opts`
+-- (JSON), `now`, `dedupId`, `parentId`; `extraFields` are the script's own fields of the hash.
+-- Returns the job id and true when the job is new; the id of the job that already holds the
+-- custom id or the deduplication id and false when nothing was added; or a failure code (-5 when
+-- the parent does not exist).
+local function addJob(idKey, customId, name, data, opts, now, dedupId, parentId, extraFields)
   local prefix = queuePrefix(idKey)
   nowArg(now) -- stored, and added to a set (addParentJob), as the caller sent it
   -- Refused before anything is written: ids become key names.
@@ -44,7 +43,7 @@ local function addJob(idKey, extraFields)
   end
   local jobKey = prefix .. jobId
   local fields = {
-    "name", ARGV[2], "data", ARGV[3], "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
+    "name", name, "data", data, "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
   }
   if parentId ~= "" then
     local parentKey = prefix .. parentId

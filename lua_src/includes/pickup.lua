@@ -1,82 +1,62 @@
---- @include "enqueue"
---- @include "events"
---- @include "token"
-
--- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
---   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
---   9 meta, 10 pc, 11 marker
--- and the code below reads them from KEYS by position: a table of their names, built on every
--- call, cost the server more than some of the calls it names (make bench). `now` is the caller's
--- clock as it sent it: Redis reads it, and a Lua number handed to redis.call costs a conversion
--- to text (Redis 7.0 prints it with "%.17g"), so numbers go as text where they can.
-
--- Puts a job that became ready where workers take it, by the priority its hash holds.
-local function enqueueReadyJob(prefix, jobId, paused)
-  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
-  if priority > 0 then
-    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
-  end
-  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
-end
-
--- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
--- stays short however many are due).
-local function promoteDueJobs(prefix, now, paused)
-  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", "0", "1000")
-  for _, jobId in ipairs(due) do
-    redis.call("ZREM", KEYS[7], jobId)
-    local state = enqueueReadyJob(prefix, jobId, paused)
-    emitEvent(KEYS[4], KEYS[9], state == "paused" and "paused" or "waiting", jobId,
-      "prev", "delayed")
-  end
-end
+--- @include "promoteDueJobs"
+--- @include "refreshMarker"
+--- @include "recordToken"
+--- @include "emitUntrimmedEvent"
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
 -- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
 -- it for `token`, record that the token holds it (`finished` and `answer`: the job the same call
--- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
--- and the milliseconds until the limiter allows another job (0 when there is nothing to do now).
-local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
-    paused, finished, answer)
-  promoteDueJobs(prefix, now, paused)
+-- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }:
+-- the job, or "" and {} and the milliseconds until the limiter allows another job (0 when there is
+-- nothing to do now).
+-- The keys come first, in the order of the two scripts' KEYS (which share them), as parameters:
+-- a table of them, built on every call, cost the server more than some of the calls it names
+-- (make bench). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
+-- and a Lua number handed to redis.call costs a conversion to text (Redis 7.0 prints it with
+-- "%.17g"), so numbers go as text where they can.
+local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
+    pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
+    limitDuration, concurrency, paused, finished, answer)
+  promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
+    metaKey, prefix, now, paused)
   if paused then
     return { "", {}, 0 }
   end
   if limitMax > 0 then
-    local taken = tonumber(redis.call("GET", KEYS[6])) or 0
+    local taken = tonumber(redis.call("GET", limiterKey)) or 0
     if taken >= limitMax then
-      return { "", {}, math.max(redis.call("PTTL", KEYS[6]), 0) }
+      return { "", {}, math.max(redis.call("PTTL", limiterKey), 0) }
     end
   end
-  if concurrency > 0 and redis.call("LLEN", KEYS[2]) >= concurrency then
+  if concurrency > 0 and redis.call("LLEN", activeKey) >= concurrency then
     return { "", {}, 0 }
   end
   -- The oldest waiting job moves to the head of active in one step; the oldest active job is
   -- therefore at the tail, where the finishing scripts' LREM starts.
-  local jobId = redis.call("LMOVE", KEYS[1], KEYS[2], "RIGHT", "LEFT")
+  local jobId = redis.call("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
   if not jobId then
-    jobId = redis.call("ZPOPMIN", KEYS[3])[1]
+    jobId = redis.call("ZPOPMIN", prioritizedKey)[1]
     if jobId then
-      redis.call("LPUSH", KEYS[2], jobId)
+      redis.call("LPUSH", activeKey, jobId)
     end
   end
   if not jobId then
-    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+    refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
     return { "", {}, 0 }
   end
-  if limitMax > 0 and redis.call("INCR", KEYS[6]) == 1 then
-    redis.call("PEXPIRE", KEYS[6], limitDuration)
+  if limitMax > 0 and redis.call("INCR", limiterKey) == 1 then
+    redis.call("PEXPIRE", limiterKey, limitDuration)
   end
   local jobKey = prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
   recordToken(prefix, token, jobId, finished, answer, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
-  emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
+  emitUntrimmedEvent(eventsKey, "active", jobId, "prev", "waiting")
   -- A marker at 0 stays: more ready work, or at worst one idle worker woken for nothing (its
   -- pickup then refreshes the marker). A busy queue's pickup so reads the marker and no list.
-  if redis.call("ZSCORE", KEYS[11], "next") ~= "0" then
-    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  if redis.call("ZSCORE", markerKey, "next") ~= "0" then
+    refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
   end
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end

@@ -1,8 +1,8 @@
 // Consumes an echomq-scripts bundle exactly as published, in Node.js with ioredis: reads the
 // tarball, checks every body's SHA1 against the manifest, registers every script with
-// defineCommand (numberOfKeys from the manifest), and runs a job through add, pickup and
-// completion against the Redis server on the given port. Prints a JSON report; exits non-zero
-// on any mismatch.
+// defineCommand (numberOfKeys from the manifest), runs a job through add, pickup and completion
+// against the Redis server on the given port, and sends one argument a script refuses. Prints a
+// JSON report; exits non-zero on any mismatch.
 //
 // usage: node consume.mjs <bundle.tar.gz> <redis port>
 
@@ -79,6 +79,13 @@ try {
   );
   report.steps.finish = { state };
   report.steps.counts = await redis.getCounts(...keysOf("getCounts", {}));
+  // A refused argument reaches this runtime as an error too: the script's error(), with its line.
+  report.steps.refusal = null;
+  try {
+    await redis.pause(...keysOf("pause", {}), "stop");
+  } catch (error) {
+    report.steps.refusal = error.message;
+  }
 } finally {
   redis.disconnect();
 }
@@ -88,5 +95,6 @@ const ok =
   report.sha1Mismatches.length === 0 &&
   report.steps.add.added === 1 &&
   report.steps.pickup.jobId === report.steps.add.jobId &&
-  report.steps.finish.state === "completed";
+  report.steps.finish.state === "completed" &&
+  report.steps.refusal !== null;
 process.exit(ok ? 0 : 1);

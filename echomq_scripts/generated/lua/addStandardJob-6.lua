@@ -20,10 +20,12 @@
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
--- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
--- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
--- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
--- generated wrappers refuse the same values before sending them.
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
 local MAX_INTEGER = 9007199254740991
 
 -- An integer argument from `low` to `high` (nil: 2^53 - 1).
@@ -39,9 +41,9 @@ local function intArg(value, name, low, high)
 end
 
 -- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
--- only after the script's first write; and a number handed to redis.call costs a conversion to
--- text. Returns the number, for sums.
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
 local function digitsArg(value, name, low)
   if not string.find(value, "^%d+$") then
     error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
@@ -50,26 +52,9 @@ local function digitsArg(value, name, low)
   return intArg(value, name, low)
 end
 
--- The caller's clock, in ms.
+-- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
 local function nowArg(value)
   return digitsArg(value, "now", 0)
-end
-
--- A fraction argument: a number from 0 up to, not including, 1.
-local function fractionArg(value, name)
-  local number = tonumber(value)
-  if not number or not (number >= 0 and number < 1) then
-    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- A worker's lock token: any text but the empty one, which would name no pickup.
-local function tokenArg(value)
-  if value == "" then
-    error("token must not be empty")
-  end
-  return value
 end
 -- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
 -- id becomes part of key names (emq:{q}:<id>, emq:{q}:<id>:lock, ...), so it may not hold ":"
@@ -89,14 +74,13 @@ local function checkJobId(jobId, what)
   end
 end
 
--- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7:
--- job_id ("" for a generated id), name, data (JSON), opts (JSON), now, dedup_id, parent_id; they
--- are read here by position (a table of them, built on every add, cost the server more than
--- some of its calls). Returns the job id and true when the job is new; the id of the job that
--- already holds the custom id or the deduplication id and false when nothing was added; or a
--- failure code (-5 when the parent does not exist).
-local function addJob(idKey, extraFields)
-  local customId, opts, now, dedupId, parentId = ARGV[1], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+-- Creates a job's hash, the part every add script shares. The add scripts share ARGV 1 to 7 and
+-- pass them here as they came: `customId` ("" for a generated id), `name`, `data` (JSON), `opts`
+-- (JSON), `now`, `dedupId`, `parentId`; `extraFields` are the script's own fields of the hash.
+-- Returns the job id and true when the job is new; the id of the job that already holds the
+-- custom id or the deduplication id and false when nothing was added; or a failure code (-5 when
+-- the parent does not exist).
+local function addJob(idKey, customId, name, data, opts, now, dedupId, parentId, extraFields)
   local prefix = queuePrefix(idKey)
   nowArg(now) -- stored, and added to a set (addParentJob), as the caller sent it
   -- Refused before anything is written: ids become key names.
@@ -131,7 +115,7 @@ local function addJob(idKey, extraFields)
   end
   local jobKey = prefix .. jobId
   local fields = {
-    "name", ARGV[2], "data", ARGV[3], "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
+    "name", name, "data", data, "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
   }
   if parentId ~= "" then
     local parentKey = prefix .. parentId
@@ -155,6 +139,12 @@ local function addJob(idKey, extraFields)
   redis.call("HSET", jobKey, unpack(fields))
   return jobId, true
 end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
 
@@ -166,27 +156,6 @@ local function signalWork(markerKey, dueAt)
   if not score or tonumber(score) > dueAt then
     redis.call("ZADD", markerKey, dueAt, "next")
   end
-end
-
--- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
--- work remains, else the next delayed job's run-at, else no marker.
-local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
-  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
-    signalWork(markerKey, 0)
-    return
-  end
-  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
-  if nextDelayed[2] then
-    redis.call("ZADD", markerKey, nextDelayed[2], "next")
-  else
-    redis.call("DEL", markerKey)
-  end
-end
-
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
 -- Puts a ready job without a priority where workers take it: the head of wait (they take from
@@ -201,36 +170,18 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   return "wait"
 end
 
--- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
--- are woken only when it is not).
-local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
-  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
-  if not paused then
-    signalWork(markerKey, 0)
-  end
-  return "prioritized"
-end
--- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
-local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
-end
+local waitKey, pausedKey, metaKey, idKey, eventsKey, markerKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local jobId, name, data, opts, now, dedupId, parentId =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
--- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
--- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
--- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
-local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
-end
-
-local jobId, added = addJob(KEYS[4], {})
-if jobId == -5 then
+local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId, {})
+if id == -5 then
   return -5
 end
 if added then
-  local paused = redis.call("HEXISTS", KEYS[3], "paused") == 1
-  local state = pushReady(KEYS[1], KEYS[2], KEYS[6], paused, jobId)
-  emitEvent(KEYS[5], KEYS[3], state == "paused" and "paused" or "waiting", jobId, "name", ARGV[2])
+  local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+  local state = pushReady(waitKey, pausedKey, markerKey, paused, id)
+  emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", id, "name", name)
 end
-return { jobId, added and 1 or 0 }
+return { id, added and 1 or 0 }

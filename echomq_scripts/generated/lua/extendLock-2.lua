@@ -9,15 +9,24 @@
 --- @return int  1 when the lock was extended
 --- @error -2 JobLockNotExist
 --- @error -6 JobLockMismatch
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
+-- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
+-- lock is gone, -6 when another worker holds it).
+local function checkLock(lockKey, token)
+  local holder = redis.call("GET", lockKey)
+  if not holder then
+    return -2
+  end
+  if holder ~= token then
+    return -6
+  end
+  return 0
 end
--- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
--- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
--- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
--- generated wrappers refuse the same values before sending them.
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
 local MAX_INTEGER = 9007199254740991
 
 -- An integer argument from `low` to `high` (nil: 2^53 - 1).
@@ -33,9 +42,9 @@ local function intArg(value, name, low, high)
 end
 
 -- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
--- only after the script's first write; and a number handed to redis.call costs a conversion to
--- text. Returns the number, for sums.
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
 local function digitsArg(value, name, low)
   if not string.find(value, "^%d+$") then
     error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
@@ -43,21 +52,11 @@ local function digitsArg(value, name, low)
   end
   return intArg(value, name, low)
 end
-
--- The caller's clock, in ms.
-local function nowArg(value)
-  return digitsArg(value, "now", 0)
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
 end
-
--- A fraction argument: a number from 0 up to, not including, 1.
-local function fractionArg(value, name)
-  local number = tonumber(value)
-  if not number or not (number >= 0 and number < 1) then
-    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
-  end
-  return number
-end
-
 -- A worker's lock token: any text but the empty one, which would name no pickup.
 local function tokenArg(value)
   if value == "" then
@@ -65,27 +64,32 @@ local function tokenArg(value)
   end
   return value
 end
--- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
--- lock is gone, -6 when another worker holds it).
-local function checkLock(lockKey, token)
-  local holder = redis.call("GET", lockKey)
-  if not holder then
-    return -2
-  end
-  if holder ~= token then
-    return -6
-  end
-  return 0
+-- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
+-- with fetch_next hands its token on to the job it picks next. The token's record, the key this
+-- returns (emq:{q}:token:<token>), says which job the token holds and what its last finish
+-- answered: "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held>
+-- is then the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay
+-- of a moveToDelayed). The pickup sets it with the lock and for as long (recordToken), extendLock
+-- renews both, and a finish rewrites it keeping its time to live (recordFinish), so a call a
+-- client re-sends after losing the reply can be told from a new one (tokenRecord). Job ids hold
+-- no ":", so the record splits at its colons.
+local function tokenKey(prefix, token)
+  return prefix .. "token:" .. token
 end
 
+local lockKey, stalledKey = KEYS[1], KEYS[2]
 local token = tokenArg(ARGV[1])
-digitsArg(ARGV[2], "duration", 1)
 local duration = ARGV[2] -- as the caller sent it: Redis reads it
-local lockState = checkLock(KEYS[1], token)
+digitsArg(duration, "duration", 1)
+local jobId = ARGV[3]
+
+local lockState = checkLock(lockKey, token)
 if lockState ~= 0 then
   return lockState
 end
-redis.call("SET", KEYS[1], token, "PX", duration)
-redis.call("PEXPIRE", queuePrefix(KEYS[2]) .. "token:" .. token, duration)
-redis.call("SREM", KEYS[2], ARGV[3])
+redis.call("SET", lockKey, token, "PX", duration)
+-- The token's record lives as long as its lock; renewed, not rewritten: it may also hold the
+-- answer of the finish that handed the token on.
+redis.call("PEXPIRE", tokenKey(queuePrefix(stalledKey), token), duration)
+redis.call("SREM", stalledKey, jobId)
 return 1

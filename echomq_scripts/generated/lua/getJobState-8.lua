@@ -30,16 +30,21 @@ local function jobState(jobId, listStates, sortedSetStates)
   return "unknown"
 end
 
+local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prioritizedKey, completedKey, failedKey = KEYS[5], KEYS[6], KEYS[7]
+local waitingChildrenKey = KEYS[8]
+local jobId = ARGV[1]
+
 local listStates = {
-  { "wait", KEYS[1] },
-  { "paused", KEYS[2] },
-  { "active", KEYS[3] },
+  { "wait", waitKey },
+  { "paused", pausedKey },
+  { "active", activeKey },
 }
 local sortedSetStates = {
-  { "delayed", KEYS[4] },
-  { "prioritized", KEYS[5] },
-  { "completed", KEYS[6] },
-  { "failed", KEYS[7] },
-  { "waiting-children", KEYS[8] },
+  { "delayed", delayedKey },
+  { "prioritized", prioritizedKey },
+  { "completed", completedKey },
+  { "failed", failedKey },
+  { "waiting-children", waitingChildrenKey },
 }
-return jobState(ARGV[1], listStates, sortedSetStates)
+return jobState(jobId, listStates, sortedSetStates)

@@ -16,88 +16,16 @@
 --- @arg max_stalled  int(0..)  how often a job may stall before it fails
 --- @arg now          int(0..)  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
--- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
--- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
--- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
--- generated wrappers refuse the same values before sending them.
-local MAX_INTEGER = 9007199254740991
-
--- An integer argument from `low` to `high` (nil: 2^53 - 1).
-local function intArg(value, name, low, high)
-  local number = tonumber(value)
-  high = high or MAX_INTEGER
-  if not number or number % 1 ~= 0 or number < low or number > high then
-    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
-    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
-      .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
--- only after the script's first write; and a number handed to redis.call costs a conversion to
--- text. Returns the number, for sums.
-local function digitsArg(value, name, low)
-  if not string.find(value, "^%d+$") then
-    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
-      .. value .. "'")
-  end
-  return intArg(value, name, low)
-end
-
--- The caller's clock, in ms.
-local function nowArg(value)
-  return digitsArg(value, "now", 0)
-end
-
--- A fraction argument: a number from 0 up to, not including, 1.
-local function fractionArg(value, name)
-  local number = tonumber(value)
-  if not number or not (number >= 0 and number < 1) then
-    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- A worker's lock token: any text but the empty one, which would name no pickup.
-local function tokenArg(value)
-  if value == "" then
-    error("token must not be empty")
-  end
-  return value
-end
--- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
--- script can read them before it writes anything. JSON null reads as absent.
-local function jobOptions(raw)
-  if raw == "{}" or raw == nil then
-    return {} -- the common case, without decoding
-  end
-  local ok, decoded = pcall(cjson.decode, raw)
-  if not ok or type(decoded) ~= "table" then
-    return {}
-  end
-  for name, value in pairs(decoded) do
-    if value == cjson.null then
-      decoded[name] = nil
-    end
-  end
-  return decoded
-end
--- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
--- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
--- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
--- their hash and their companion keys. Returns true when the job that just finished was removed.
+-- Deletes a job's hash and its companion keys: its lock, a parent's :dependencies and :processed.
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
   redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed")
 end
 
+-- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
+-- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
+-- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
+-- their hash and their companion keys. Returns true when the job that just finished was removed.
 local function applyRetention(finishedKey, prefix, jobId, rule, now)
   if rule == nil or rule == false then
     return false
@@ -132,25 +60,76 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   end
   return removedOwn
 end
--- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
--- unless another job holds it by now.
-local function releaseDedupId(prefix, jobId, dedupId)
-  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId)
-  end
-end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
 
--- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
--- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
--- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
-local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
+end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
+
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low)
+  if not string.find(value, "^%d+$") then
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
+  end
+  return intArg(value, name, low)
+end
+
+-- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+-- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
+-- unless another job holds it by now.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId)
+  end
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -165,52 +144,42 @@ local function signalWork(markerKey, dueAt)
   end
 end
 
--- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
--- work remains, else the next delayed job's run-at, else no marker.
-local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
-  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
-    signalWork(markerKey, 0)
-    return
-  end
-  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
-  if nextDelayed[2] then
-    redis.call("ZADD", markerKey, nextDelayed[2], "next")
-  else
-    redis.call("DEL", markerKey)
-  end
-end
+local stalledKey, waitKey, activeKey, failedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local pausedKey, metaKey, eventsKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+-- `now` is a number for sums; Redis gets the caller's text (nowText), which spares a conversion.
+local nowText = ARGV[2]
+local maxStalled, now = intArg(ARGV[1], "max_stalled", 0), nowArg(nowText)
 
-local prefix = queuePrefix(KEYS[1])
-local maxStalled, now = intArg(ARGV[1], "max_stalled", 0), nowArg(ARGV[2])
-local paused = redis.call("HEXISTS", KEYS[6], "paused") == 1
+local prefix = queuePrefix(stalledKey)
+local paused = redis.call("HEXISTS", metaKey, "paused") == 1
 local recovered, failed = {}, {}
-for _, jobId in ipairs(redis.call("SMEMBERS", KEYS[1])) do
+for _, jobId in ipairs(redis.call("SMEMBERS", stalledKey)) do
   local jobKey = prefix .. jobId
-  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", KEYS[3], "-1", jobId) == 1 then
+  if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", activeKey, "-1", jobId) == 1 then
     local stalledCount = redis.call("HINCRBY", jobKey, "stc", "1")
     if stalledCount > maxStalled then
       redis.call("HSET", jobKey, "failedReason", "job stalled more than allowable limit",
-        "finishedOn", ARGV[2])
-      redis.call("ZADD", KEYS[4], ARGV[2], jobId)
+        "finishedOn", nowText)
+      redis.call("ZADD", failedKey, nowText, jobId)
       redis.call("INCR", prefix .. "metrics:failed")
       releaseDedupId(prefix, jobId, redis.call("HGET", jobKey, "deid"))
-      emitEvent(KEYS[7], KEYS[6], "failed", jobId, "prev", "active", "reason", "stalled")
+      emitEvent(eventsKey, metaKey, "failed", jobId, "prev", "active", "reason", "stalled")
       failed[#failed + 1] = jobId
-      applyRetention(KEYS[4], prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)
+      applyRetention(failedKey, prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)
     else
-      redis.call("RPUSH", paused and KEYS[5] or KEYS[2], jobId)
-      emitEvent(KEYS[7], KEYS[6], "stalled", jobId)
+      redis.call("RPUSH", paused and pausedKey or waitKey, jobId)
+      emitEvent(eventsKey, metaKey, "stalled", jobId)
       recovered[#recovered + 1] = jobId
     end
   end
 end
 -- Mark every job active now; a heartbeat (extendLock) or a finish clears the mark.
-redis.call("DEL", KEYS[1])
-local active = redis.call("LRANGE", KEYS[3], "0", "-1")
+redis.call("DEL", stalledKey)
+local active = redis.call("LRANGE", activeKey, "0", "-1")
 if #active > 0 then
-  redis.call("SADD", KEYS[1], unpack(active))
+  redis.call("SADD", stalledKey, unpack(active))
 end
 if #recovered > 0 and not paused then
-  signalWork(KEYS[8], 0)
+  signalWork(markerKey, 0)
 end
 return { recovered, failed }

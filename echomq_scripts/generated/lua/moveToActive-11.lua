@@ -22,15 +22,12 @@
 --- @arg limit_duration int(0..)           the rate limiter's window, in milliseconds
 --- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap)
 --- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the concurrency cap)
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
--- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
--- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
--- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
--- generated wrappers refuse the same values before sending them.
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
 local MAX_INTEGER = 9007199254740991
 
 -- An integer argument from `low` to `high` (nil: 2^53 - 1).
@@ -46,9 +43,9 @@ local function intArg(value, name, low, high)
 end
 
 -- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
--- only after the script's first write; and a number handed to redis.call costs a conversion to
--- text. Returns the number, for sums.
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
 local function digitsArg(value, name, low)
   if not string.find(value, "^%d+$") then
     error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
@@ -56,120 +53,23 @@ local function digitsArg(value, name, low)
   end
   return intArg(value, name, low)
 end
-
--- The caller's clock, in ms.
-local function nowArg(value)
-  return digitsArg(value, "now", 0)
-end
-
--- A fraction argument: a number from 0 up to, not including, 1.
-local function fractionArg(value, name)
-  local number = tonumber(value)
-  if not number or not (number >= 0 and number < 1) then
-    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- A worker's lock token: any text but the empty one, which would name no pickup.
-local function tokenArg(value)
-  if value == "" then
-    error("token must not be empty")
-  end
-  return value
-end
--- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
--- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
-
--- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
--- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
--- nothing).
-local function signalWork(markerKey, dueAt)
-  local score = redis.call("ZSCORE", markerKey, "next")
-  if not score or tonumber(score) > dueAt then
-    redis.call("ZADD", markerKey, dueAt, "next")
-  end
-end
-
--- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
--- work remains, else the next delayed job's run-at, else no marker.
-local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
-  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
-    signalWork(markerKey, 0)
-    return
-  end
-  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
-  if nextDelayed[2] then
-    redis.call("ZADD", markerKey, nextDelayed[2], "next")
-  else
-    redis.call("DEL", markerKey)
-  end
-end
-
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
-end
-
--- Puts a ready job without a priority where workers take it: the head of wait (they take from
--- the tail), or of paused while the queue is paused. Returns the state it went to.
-local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
-  if paused then
-    redis.call("LPUSH", pausedKey, jobId)
-    return "paused"
-  end
-  redis.call("LPUSH", waitKey, jobId)
-  signalWork(markerKey, 0)
-  return "wait"
-end
-
--- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
--- are woken only when it is not).
-local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
-  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
-  if not paused then
-    signalWork(markerKey, 0)
-  end
-  return "prioritized"
-end
--- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
-local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
-end
-
--- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
--- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
--- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
-local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
-end
 -- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
--- with fetch_next hands its token on to the job it picks next. The token's record,
--- emq:{q}:token:<token>, says which job the token holds and what its last finish answered:
--- "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held> is then
--- the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay of a
--- moveToDelayed). The pickup sets it with the lock and for as long, extendLock renews both, and
--- a finish rewrites it keeping its time to live, so a call a client re-sends after losing the
--- reply can be told from a new one. Job ids hold no ":", so the record splits at its colons.
-
-local function recordToken(prefix, token, held, finished, answer, ttl)
-  local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
-  redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
+-- with fetch_next hands its token on to the job it picks next. The token's record, the key this
+-- returns (emq:{q}:token:<token>), says which job the token holds and what its last finish
+-- answered: "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held>
+-- is then the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay
+-- of a moveToDelayed). The pickup sets it with the lock and for as long (recordToken), extendLock
+-- renews both, and a finish rewrites it keeping its time to live (recordFinish), so a call a
+-- client re-sends after losing the reply can be told from a new one (tokenRecord). Job ids hold
+-- no ":", so the record splits at its colons.
+local function tokenKey(prefix, token)
+  return prefix .. "token:" .. token
 end
 
--- Records the answer of a finish that picked no job up, for the time the record has left (XX:
--- never a record without a time to live).
-local function recordFinish(prefix, token, finished, answer)
-  redis.call("SET", prefix .. "token:" .. token, ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
-end
-
--- The token's record as (the job it holds or held last, the job it finished or "", that
--- finish's answer or ""), or nil when the token has no record.
+-- The token's record (see tokenKey) as (the job it holds or held last, the job it finished or "",
+-- that finish's answer or ""), or nil when the token has no record.
 local function tokenRecord(prefix, token)
-  local record = redis.call("GET", prefix .. "token:" .. token)
+  local record = redis.call("GET", tokenKey(prefix, token))
   if not record then
     return nil
   end
@@ -185,110 +85,199 @@ local function heldJob(prefix, token)
   return nil
 end
 
--- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
--- re-sent. The token's record says so while it lives, also after the job was removed by
--- retention or finished again by another token.
-local function landedFinish(prefix, jobId, token)
-  local _, finished, answer = tokenRecord(prefix, token)
-  if finished == jobId then
-    return answer
+-- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
+-- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
+-- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
+local function signalWork(markerKey, dueAt)
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
   end
-  return nil
 end
 
--- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
---   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
---   9 meta, 10 pc, 11 marker
--- and the code below reads them from KEYS by position: a table of their names, built on every
--- call, cost the server more than some of the calls it names (make bench). `now` is the caller's
--- clock as it sent it: Redis reads it, and a Lua number handed to redis.call costs a conversion
--- to text (Redis 7.0 prints it with "%.17g"), so numbers go as text where they can.
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
+end
 
--- Puts a job that became ready where workers take it, by the priority its hash holds.
-local function enqueueReadyJob(prefix, jobId, paused)
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
   local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
   if priority > 0 then
-    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
   end
-  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 
--- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
--- stays short however many are due).
-local function promoteDueJobs(prefix, now, paused)
-  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", "0", "1000")
+-- Moves every delayed job that is due by `now` (the caller's clock as it sent it, see pickup) to
+-- where it can run: at most 1000 per call, so one call stays short however many are due.
+local function promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey,
+    eventsKey, metaKey, prefix, now, paused)
+  local due = redis.call("ZRANGEBYSCORE", delayedKey, "-inf", now, "LIMIT", "0", "1000")
   for _, jobId in ipairs(due) do
-    redis.call("ZREM", KEYS[7], jobId)
-    local state = enqueueReadyJob(prefix, jobId, paused)
-    emitEvent(KEYS[4], KEYS[9], state == "paused" and "paused" or "waiting", jobId,
+    redis.call("ZREM", delayedKey, jobId)
+    local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix,
+      jobId, paused)
+    emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId,
       "prev", "delayed")
   end
+end
+
+-- Sets the marker (see signalWork) from the queue's state after a pickup took a job or found
+-- none: 0 while ready work remains, else the next delayed job's run-at, else no marker.
+local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
+  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
+    signalWork(markerKey, 0)
+    return
+  end
+  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
+  if nextDelayed[2] then
+    redis.call("ZADD", markerKey, nextDelayed[2], "next")
+  else
+    redis.call("DEL", markerKey)
+  end
+end
+
+-- Sets the token's record (see tokenKey): it holds `held`, and, when `finished` is given, it
+-- finished that job first with `answer`. It lives `ttl` ms, as long as the lock it goes with.
+local function recordToken(prefix, token, held, finished, answer, ttl)
+  local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
+  redis.call("SET", tokenKey(prefix, token), record, "PX", ttl)
+end
+-- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
+-- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
+-- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
+local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
+  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
 end
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
 -- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
 -- it for `token`, record that the token holds it (`finished` and `answer`: the job the same call
--- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
--- and the milliseconds until the limiter allows another job (0 when there is nothing to do now).
-local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
-    paused, finished, answer)
-  promoteDueJobs(prefix, now, paused)
+-- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }:
+-- the job, or "" and {} and the milliseconds until the limiter allows another job (0 when there is
+-- nothing to do now).
+-- The keys come first, in the order of the two scripts' KEYS (which share them), as parameters:
+-- a table of them, built on every call, cost the server more than some of the calls it names
+-- (make bench). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
+-- and a Lua number handed to redis.call costs a conversion to text (Redis 7.0 prints it with
+-- "%.17g"), so numbers go as text where they can.
+local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
+    pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
+    limitDuration, concurrency, paused, finished, answer)
+  promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
+    metaKey, prefix, now, paused)
   if paused then
     return { "", {}, 0 }
   end
   if limitMax > 0 then
-    local taken = tonumber(redis.call("GET", KEYS[6])) or 0
+    local taken = tonumber(redis.call("GET", limiterKey)) or 0
     if taken >= limitMax then
-      return { "", {}, math.max(redis.call("PTTL", KEYS[6]), 0) }
+      return { "", {}, math.max(redis.call("PTTL", limiterKey), 0) }
     end
   end
-  if concurrency > 0 and redis.call("LLEN", KEYS[2]) >= concurrency then
+  if concurrency > 0 and redis.call("LLEN", activeKey) >= concurrency then
     return { "", {}, 0 }
   end
   -- The oldest waiting job moves to the head of active in one step; the oldest active job is
   -- therefore at the tail, where the finishing scripts' LREM starts.
-  local jobId = redis.call("LMOVE", KEYS[1], KEYS[2], "RIGHT", "LEFT")
+  local jobId = redis.call("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
   if not jobId then
-    jobId = redis.call("ZPOPMIN", KEYS[3])[1]
+    jobId = redis.call("ZPOPMIN", prioritizedKey)[1]
     if jobId then
-      redis.call("LPUSH", KEYS[2], jobId)
+      redis.call("LPUSH", activeKey, jobId)
     end
   end
   if not jobId then
-    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+    refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
     return { "", {}, 0 }
   end
-  if limitMax > 0 and redis.call("INCR", KEYS[6]) == 1 then
-    redis.call("PEXPIRE", KEYS[6], limitDuration)
+  if limitMax > 0 and redis.call("INCR", limiterKey) == 1 then
+    redis.call("PEXPIRE", limiterKey, limitDuration)
   end
   local jobKey = prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
   recordToken(prefix, token, jobId, finished, answer, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
-  emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
+  emitUntrimmedEvent(eventsKey, "active", jobId, "prev", "waiting")
   -- A marker at 0 stays: more ready work, or at worst one idle worker woken for nothing (its
   -- pickup then refreshes the marker). A busy queue's pickup so reads the marker and no list.
-  if redis.call("ZSCORE", KEYS[11], "next") ~= "0" then
-    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  if redis.call("ZSCORE", markerKey, "next") ~= "0" then
+    refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
   end
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
+end
 
+local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- KEYS[5], the stalled set, is not read (see its @key line).
+local limiterKey, delayedKey, pausedKey, metaKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local pcKey, markerKey = KEYS[10], KEYS[11]
 local token = tokenArg(ARGV[1])
 -- Both as the caller sent them: Redis reads them (see includes/pickup.lua).
-digitsArg(ARGV[2], "lock_duration", 1)
-nowArg(ARGV[3])
 local lockDuration, now = ARGV[2], ARGV[3]
+digitsArg(lockDuration, "lock_duration", 1)
+nowArg(now)
 local limitMax = intArg(ARGV[4], "limit_max", 0)
 local limitDuration = intArg(ARGV[5], "limit_duration", 0)
 local concurrency = intArg(ARGV[6], "concurrency", 0)
-local prefix = queuePrefix(KEYS[1])
+
+local prefix = queuePrefix(waitKey)
 -- Re-sent with a token that still holds its job: that job again, and nothing else.
 local held = heldJob(prefix, token)
 if held then
   return { held, redis.call("HGETALL", prefix .. held), 0 }
 end
-local paused = redis.call("HEXISTS", KEYS[9], "paused") == 1
-return pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency, paused, nil,
-  nil)
+local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+return pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey, pausedKey,
+  metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax, limitDuration,
+  concurrency, paused, nil, nil)

@@ -19,61 +19,11 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
--- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
--- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
--- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
--- generated wrappers refuse the same values before sending them.
-local MAX_INTEGER = 9007199254740991
-
--- An integer argument from `low` to `high` (nil: 2^53 - 1).
-local function intArg(value, name, low, high)
-  local number = tonumber(value)
-  high = high or MAX_INTEGER
-  if not number or number % 1 ~= 0 or number < low or number > high then
-    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
-    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
-      .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
--- only after the script's first write; and a number handed to redis.call costs a conversion to
--- text. Returns the number, for sums.
-local function digitsArg(value, name, low)
-  if not string.find(value, "^%d+$") then
-    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
-      .. value .. "'")
-  end
-  return intArg(value, name, low)
-end
-
--- The caller's clock, in ms.
-local function nowArg(value)
-  return digitsArg(value, "now", 0)
-end
-
--- A fraction argument: a number from 0 up to, not including, 1.
-local function fractionArg(value, name)
-  local number = tonumber(value)
-  if not number or not (number >= 0 and number < 1) then
-    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- A worker's lock token: any text but the empty one, which would name no pickup.
-local function tokenArg(value)
-  if value == "" then
-    error("token must not be empty")
-  end
-  return value
+-- The retry delay after `attempt` failed attempts: base * 2^(attempt - 1), plus `jitter` (a
+-- fraction in [0, 1) that the caller drew: Lua's math.random is not random inside Redis) of it.
+local function backoffDelay(base, attempt, jitter)
+  local delay = base * 2 ^ (attempt - 1)
+  return math.floor(delay + delay * jitter)
 end
 -- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
 -- lock is gone, -6 when another worker holds it).
@@ -87,43 +37,60 @@ local function checkLock(lockKey, token)
   end
   return 0
 end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- A fraction argument: a number from 0 up to, not including, 1.
+local function fractionArg(value, name)
+  local number = tonumber(value)
+  if not number or not (number >= 0 and number < 1) then
+    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
+  end
+  return number
+end
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
+end
 -- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
--- with fetch_next hands its token on to the job it picks next. The token's record,
--- emq:{q}:token:<token>, says which job the token holds and what its last finish answered:
--- "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held> is then
--- the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay of a
--- moveToDelayed). The pickup sets it with the lock and for as long, extendLock renews both, and
--- a finish rewrites it keeping its time to live, so a call a client re-sends after losing the
--- reply can be told from a new one. Job ids hold no ":", so the record splits at its colons.
-
-local function recordToken(prefix, token, held, finished, answer, ttl)
-  local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
-  redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
+-- with fetch_next hands its token on to the job it picks next. The token's record, the key this
+-- returns (emq:{q}:token:<token>), says which job the token holds and what its last finish
+-- answered: "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held>
+-- is then the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay
+-- of a moveToDelayed). The pickup sets it with the lock and for as long (recordToken), extendLock
+-- renews both, and a finish rewrites it keeping its time to live (recordFinish), so a call a
+-- client re-sends after losing the reply can be told from a new one (tokenRecord). Job ids hold
+-- no ":", so the record splits at its colons.
+local function tokenKey(prefix, token)
+  return prefix .. "token:" .. token
 end
 
--- Records the answer of a finish that picked no job up, for the time the record has left (XX:
--- never a record without a time to live).
-local function recordFinish(prefix, token, finished, answer)
-  redis.call("SET", prefix .. "token:" .. token, ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
-end
-
--- The token's record as (the job it holds or held last, the job it finished or "", that
--- finish's answer or ""), or nil when the token has no record.
+-- The token's record (see tokenKey) as (the job it holds or held last, the job it finished or "",
+-- that finish's answer or ""), or nil when the token has no record.
 local function tokenRecord(prefix, token)
-  local record = redis.call("GET", prefix .. "token:" .. token)
+  local record = redis.call("GET", tokenKey(prefix, token))
   if not record then
     return nil
   end
   return string.match(record, "^([^:]*):?([^:]*):?(.*)$")
-end
-
--- The job `token` holds now: the one its record names, while that job's lock holds the token.
-local function heldJob(prefix, token)
-  local held = tokenRecord(prefix, token)
-  if held and held ~= "" and redis.call("GET", prefix .. held .. ":lock") == token then
-    return held
-  end
-  return nil
 end
 
 -- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
@@ -136,24 +103,33 @@ local function landedFinish(prefix, jobId, token)
   end
   return nil
 end
--- The retry delay after `attempt` failed attempts: base * 2^(attempt - 1), plus `jitter` (a
--- fraction in [0, 1) that the caller drew: Lua's math.random is not random inside Redis) of it.
-local function backoffDelay(base, attempt, jitter)
-  local delay = base * 2 ^ (attempt - 1)
-  return math.floor(delay + delay * jitter)
-end
--- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
-local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low)
+  if not string.find(value, "^%d+$") then
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
+  end
+  return intArg(value, name, low)
 end
 
--- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
--- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
--- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
-local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
+-- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+
+-- Records the answer of a finish that picked no job up, for the time the record has left (XX:
+-- never a record without a time to live).
+local function recordFinish(prefix, token, finished, answer)
+  redis.call("SET", tokenKey(prefix, token), ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -167,26 +143,21 @@ local function signalWork(markerKey, dueAt)
     redis.call("ZADD", markerKey, dueAt, "next")
   end
 end
-
--- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
--- work remains, else the next delayed job's run-at, else no marker.
-local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
-  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
-    signalWork(markerKey, 0)
-    return
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
   end
-  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
-  if nextDelayed[2] then
-    redis.call("ZADD", markerKey, nextDelayed[2], "next")
-  else
-    redis.call("DEL", markerKey)
-  end
+  return value
 end
 
+local activeKey, delayedKey, eventsKey, stalledKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local metaKey, markerKey, jobKey, lockKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
-local prefix = queuePrefix(KEYS[1])
 local base, jitter = intArg(ARGV[4], "base", 0), fractionArg(ARGV[5], "jitter")
-local lockState = checkLock(KEYS[8], token)
+
+local prefix = queuePrefix(activeKey)
+local lockState = checkLock(lockKey, token)
 if lockState ~= 0 then
   -- Re-sent after it landed: the answer was the delay.
   local answer = landedFinish(prefix, jobId, token)
@@ -195,19 +166,19 @@ if lockState ~= 0 then
   end
   return lockState
 end
-if redis.call("EXISTS", KEYS[7]) == 0 then
+if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
-if redis.call("LREM", KEYS[1], "-1", jobId) == 0 then
+if redis.call("LREM", activeKey, "-1", jobId) == 0 then
   return -3
 end
-redis.call("DEL", KEYS[8])
-redis.call("SREM", KEYS[4], jobId)
-local attemptsMade = redis.call("HINCRBY", KEYS[7], "atm", "1")
+redis.call("DEL", lockKey)
+redis.call("SREM", stalledKey, jobId)
+local attemptsMade = redis.call("HINCRBY", jobKey, "atm", "1")
 local delay = backoffDelay(base, attemptsMade, jitter)
-redis.call("HSET", KEYS[7], "delay", delay)
+redis.call("HSET", jobKey, "delay", delay)
 recordFinish(prefix, token, jobId, delay)
-redis.call("ZADD", KEYS[2], now + delay, jobId)
-signalWork(KEYS[6], now + delay)
-emitEvent(KEYS[3], KEYS[5], "delayed", jobId, "delay", delay, "prev", "active")
+redis.call("ZADD", delayedKey, now + delay, jobId)
+signalWork(markerKey, now + delay)
+emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", delay, "prev", "active")
 return delay

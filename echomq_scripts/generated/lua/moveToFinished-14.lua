@@ -39,106 +39,16 @@
 --- @error -3 JobNotInState
 --- @error -4 JobPendingChildren
 --- @error -6 JobLockMismatch
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
--- Numeric arguments, or a Lua error naming the argument: scripts read their arguments before they
--- write anything, so a caller's mistake never leaves a job half-moved. Integers stop at 2^53 - 1,
--- the largest a Lua number holds exactly; every bound here is also in the script's header, so the
--- generated wrappers refuse the same values before sending them.
-local MAX_INTEGER = 9007199254740991
-
--- An integer argument from `low` to `high` (nil: 2^53 - 1).
-local function intArg(value, name, low, high)
-  local number = tonumber(value)
-  high = high or MAX_INTEGER
-  if not number or number % 1 ~= 0 or number < low or number > high then
-    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
-    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
-      .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up. Redis would refuse the text " 5" that tonumber reads, and
--- only after the script's first write; and a number handed to redis.call costs a conversion to
--- text. Returns the number, for sums.
-local function digitsArg(value, name, low)
-  if not string.find(value, "^%d+$") then
-    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
-      .. value .. "'")
-  end
-  return intArg(value, name, low)
-end
-
--- The caller's clock, in ms.
-local function nowArg(value)
-  return digitsArg(value, "now", 0)
-end
-
--- A fraction argument: a number from 0 up to, not including, 1.
-local function fractionArg(value, name)
-  local number = tonumber(value)
-  if not number or not (number >= 0 and number < 1) then
-    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- A worker's lock token: any text but the empty one, which would name no pickup.
-local function tokenArg(value)
-  if value == "" then
-    error("token must not be empty")
-  end
-  return value
-end
--- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
--- script can read them before it writes anything. JSON null reads as absent.
-local function jobOptions(raw)
-  if raw == "{}" or raw == nil then
-    return {} -- the common case, without decoding
-  end
-  local ok, decoded = pcall(cjson.decode, raw)
-  if not ok or type(decoded) ~= "table" then
-    return {}
-  end
-  for name, value in pairs(decoded) do
-    if value == cjson.null then
-      decoded[name] = nil
-    end
-  end
-  return decoded
-end
--- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
--- lock is gone, -6 when another worker holds it).
-local function checkLock(lockKey, token)
-  local holder = redis.call("GET", lockKey)
-  if not holder then
-    return -2
-  end
-  if holder ~= token then
-    return -6
-  end
-  return 0
-end
--- The retry delay after `attempt` failed attempts: base * 2^(attempt - 1), plus `jitter` (a
--- fraction in [0, 1) that the caller drew: Lua's math.random is not random inside Redis) of it.
-local function backoffDelay(base, attempt, jitter)
-  local delay = base * 2 ^ (attempt - 1)
-  return math.floor(delay + delay * jitter)
-end
--- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
--- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
--- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
--- their hash and their companion keys. Returns true when the job that just finished was removed.
+-- Deletes a job's hash and its companion keys: its lock, a parent's :dependencies and :processed.
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
   redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed")
 end
 
+-- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
+-- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
+-- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
+-- their hash and their companion keys. Returns true when the job that just finished was removed.
 local function applyRetention(finishedKey, prefix, jobId, rule, now)
   if rule == nil or rule == false then
     return false
@@ -173,12 +83,65 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   end
   return removedOwn
 end
--- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
--- unless another job holds it by now.
-local function releaseDedupId(prefix, jobId, dedupId)
-  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId)
+-- The retry delay after `attempt` failed attempts: base * 2^(attempt - 1), plus `jitter` (a
+-- fraction in [0, 1) that the caller drew: Lua's math.random is not random inside Redis) of it.
+local function backoffDelay(base, attempt, jitter)
+  local delay = base * 2 ^ (attempt - 1)
+  return math.floor(delay + delay * jitter)
+end
+-- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
+-- lock is gone, -6 when another worker holds it).
+local function checkLock(lockKey, token)
+  local holder = redis.call("GET", lockKey)
+  if not holder then
+    return -2
   end
+  if holder ~= token then
+    return -6
+  end
+  return 0
+end
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low)
+  if not string.find(value, "^%d+$") then
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
+  end
+  return intArg(value, name, low)
+end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -193,25 +156,14 @@ local function signalWork(markerKey, dueAt)
   end
 end
 
--- Sets the marker from the queue's state after a pickup took a job or found none: 0 while ready
--- work remains, else the next delayed job's run-at, else no marker.
-local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
-  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
     signalWork(markerKey, 0)
-    return
   end
-  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
-  if nextDelayed[2] then
-    redis.call("ZADD", markerKey, nextDelayed[2], "next")
-  else
-    redis.call("DEL", markerKey)
-  end
-end
-
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+  return "prioritized"
 end
 
 -- Puts a ready job without a priority where workers take it: the head of wait (they take from
@@ -226,52 +178,57 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   return "wait"
 end
 
--- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
--- are woken only when it is not).
-local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
-  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
-  if not paused then
-    signalWork(markerKey, 0)
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
   end
-  return "prioritized"
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
 end
--- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
-local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+-- An argument that must be one of the words given after `name`, as its header's enum(...) lists
+-- them: enumArg(ARGV[1], "action", "pause", "resume"). Returns the value. The words are compared
+-- one by one, without building a table of them: a call that passes costs a comparison or two.
+local function enumArg(value, name, ...)
+  local count = select("#", ...)
+  for i = 1, count do
+    if value == select(i, ...) then
+      return value
+    end
+  end
+  local words = "'" .. select(1, ...) .. "'"
+  for i = 2, count do
+    words = words .. (i == count and " or '" or ", '") .. select(i, ...) .. "'"
+  end
+  error(name .. " must be " .. words .. ", got '" .. tostring(value) .. "'")
 end
-
--- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
--- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
--- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
-local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
+-- A fraction argument: a number from 0 up to, not including, 1.
+local function fractionArg(value, name)
+  local number = tonumber(value)
+  if not number or not (number >= 0 and number < 1) then
+    error(name .. " must be a number from 0 up to 1 (not 1 itself), got '" .. tostring(value) .. "'")
+  end
+  return number
 end
 -- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
--- with fetch_next hands its token on to the job it picks next. The token's record,
--- emq:{q}:token:<token>, says which job the token holds and what its last finish answered:
--- "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held> is then
--- the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay of a
--- moveToDelayed). The pickup sets it with the lock and for as long, extendLock renews both, and
--- a finish rewrites it keeping its time to live, so a call a client re-sends after losing the
--- reply can be told from a new one. Job ids hold no ":", so the record splits at its colons.
-
-local function recordToken(prefix, token, held, finished, answer, ttl)
-  local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
-  redis.call("SET", prefix .. "token:" .. token, record, "PX", ttl)
+-- with fetch_next hands its token on to the job it picks next. The token's record, the key this
+-- returns (emq:{q}:token:<token>), says which job the token holds and what its last finish
+-- answered: "<held>", or "<held>:<finished>:<answer>" once it finished the job <finished> (<held>
+-- is then the job a fetch-next pickup took, or empty; <answer> is where the job went, or the delay
+-- of a moveToDelayed). The pickup sets it with the lock and for as long (recordToken), extendLock
+-- renews both, and a finish rewrites it keeping its time to live (recordFinish), so a call a
+-- client re-sends after losing the reply can be told from a new one (tokenRecord). Job ids hold
+-- no ":", so the record splits at its colons.
+local function tokenKey(prefix, token)
+  return prefix .. "token:" .. token
 end
 
--- Records the answer of a finish that picked no job up, for the time the record has left (XX:
--- never a record without a time to live).
-local function recordFinish(prefix, token, finished, answer)
-  redis.call("SET", prefix .. "token:" .. token, ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
-end
-
--- The token's record as (the job it holds or held last, the job it finished or "", that
--- finish's answer or ""), or nil when the token has no record.
+-- The token's record (see tokenKey) as (the job it holds or held last, the job it finished or "",
+-- that finish's answer or ""), or nil when the token has no record.
 local function tokenRecord(prefix, token)
-  local record = redis.call("GET", prefix .. "token:" .. token)
+  local record = redis.call("GET", tokenKey(prefix, token))
   if not record then
     return nil
   end
@@ -286,6 +243,23 @@ local function heldJob(prefix, token)
   end
   return nil
 end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
 
 -- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
 -- re-sent. The token's record says so while it lives, also after the job was removed by
@@ -298,100 +272,154 @@ local function landedFinish(prefix, jobId, token)
   return nil
 end
 
--- moveToActive-11 and moveToFinished-14 share their first eleven keys, in this order:
---   1 wait, 2 active, 3 prioritized, 4 events, 5 stalled, 6 limiter, 7 delayed, 8 paused,
---   9 meta, 10 pc, 11 marker
--- and the code below reads them from KEYS by position: a table of their names, built on every
--- call, cost the server more than some of the calls it names (make bench). `now` is the caller's
--- clock as it sent it: Redis reads it, and a Lua number handed to redis.call costs a conversion
--- to text (Redis 7.0 prints it with "%.17g"), so numbers go as text where they can.
-
--- Puts a job that became ready where workers take it, by the priority its hash holds.
-local function enqueueReadyJob(prefix, jobId, paused)
-  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
-  if priority > 0 then
-    return pushPrioritized(KEYS[3], KEYS[10], KEYS[11], paused, jobId, priority)
-  end
-  return pushReady(KEYS[1], KEYS[8], KEYS[11], paused, jobId)
+-- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
 end
 
--- Moves every delayed job that is due to where it can run (at most 1000 per call, so one call
--- stays short however many are due).
-local function promoteDueJobs(prefix, now, paused)
-  local due = redis.call("ZRANGEBYSCORE", KEYS[7], "-inf", now, "LIMIT", "0", "1000")
+-- Moves every delayed job that is due by `now` (the caller's clock as it sent it, see pickup) to
+-- where it can run: at most 1000 per call, so one call stays short however many are due.
+local function promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey,
+    eventsKey, metaKey, prefix, now, paused)
+  local due = redis.call("ZRANGEBYSCORE", delayedKey, "-inf", now, "LIMIT", "0", "1000")
   for _, jobId in ipairs(due) do
-    redis.call("ZREM", KEYS[7], jobId)
-    local state = enqueueReadyJob(prefix, jobId, paused)
-    emitEvent(KEYS[4], KEYS[9], state == "paused" and "paused" or "waiting", jobId,
+    redis.call("ZREM", delayedKey, jobId)
+    local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix,
+      jobId, paused)
+    emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId,
       "prev", "delayed")
   end
+end
+
+-- Sets the marker (see signalWork) from the queue's state after a pickup took a job or found
+-- none: 0 while ready work remains, else the next delayed job's run-at, else no marker.
+local function refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
+  if not paused and (redis.call("LLEN", waitKey) > 0 or redis.call("ZCARD", prioritizedKey) > 0) then
+    signalWork(markerKey, 0)
+    return
+  end
+  local nextDelayed = redis.call("ZRANGE", delayedKey, "0", "0", "WITHSCORES")
+  if nextDelayed[2] then
+    redis.call("ZADD", markerKey, nextDelayed[2], "next")
+  else
+    redis.call("DEL", markerKey)
+  end
+end
+
+-- Sets the token's record (see tokenKey): it holds `held`, and, when `finished` is given, it
+-- finished that job first with `answer`. It lives `ttl` ms, as long as the lock it goes with.
+local function recordToken(prefix, token, held, finished, answer, ttl)
+  local record = finished and (held .. ":" .. finished .. ":" .. answer) or held
+  redis.call("SET", tokenKey(prefix, token), record, "PX", ttl)
+end
+-- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
+-- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
+-- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
+local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
+  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
 end
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
 -- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
 -- it for `token`, record that the token holds it (`finished` and `answer`: the job the same call
--- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }: the job, or "" and {}
--- and the milliseconds until the limiter allows another job (0 when there is nothing to do now).
-local function pickup(prefix, token, lockDuration, now, limitMax, limitDuration, concurrency,
-    paused, finished, answer)
-  promoteDueJobs(prefix, now, paused)
+-- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }:
+-- the job, or "" and {} and the milliseconds until the limiter allows another job (0 when there is
+-- nothing to do now).
+-- The keys come first, in the order of the two scripts' KEYS (which share them), as parameters:
+-- a table of them, built on every call, cost the server more than some of the calls it names
+-- (make bench). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
+-- and a Lua number handed to redis.call costs a conversion to text (Redis 7.0 prints it with
+-- "%.17g"), so numbers go as text where they can.
+local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
+    pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
+    limitDuration, concurrency, paused, finished, answer)
+  promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
+    metaKey, prefix, now, paused)
   if paused then
     return { "", {}, 0 }
   end
   if limitMax > 0 then
-    local taken = tonumber(redis.call("GET", KEYS[6])) or 0
+    local taken = tonumber(redis.call("GET", limiterKey)) or 0
     if taken >= limitMax then
-      return { "", {}, math.max(redis.call("PTTL", KEYS[6]), 0) }
+      return { "", {}, math.max(redis.call("PTTL", limiterKey), 0) }
     end
   end
-  if concurrency > 0 and redis.call("LLEN", KEYS[2]) >= concurrency then
+  if concurrency > 0 and redis.call("LLEN", activeKey) >= concurrency then
     return { "", {}, 0 }
   end
   -- The oldest waiting job moves to the head of active in one step; the oldest active job is
   -- therefore at the tail, where the finishing scripts' LREM starts.
-  local jobId = redis.call("LMOVE", KEYS[1], KEYS[2], "RIGHT", "LEFT")
+  local jobId = redis.call("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
   if not jobId then
-    jobId = redis.call("ZPOPMIN", KEYS[3])[1]
+    jobId = redis.call("ZPOPMIN", prioritizedKey)[1]
     if jobId then
-      redis.call("LPUSH", KEYS[2], jobId)
+      redis.call("LPUSH", activeKey, jobId)
     end
   end
   if not jobId then
-    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+    refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
     return { "", {}, 0 }
   end
-  if limitMax > 0 and redis.call("INCR", KEYS[6]) == 1 then
-    redis.call("PEXPIRE", KEYS[6], limitDuration)
+  if limitMax > 0 and redis.call("INCR", limiterKey) == 1 then
+    redis.call("PEXPIRE", limiterKey, limitDuration)
   end
   local jobKey = prefix .. jobId
   redis.call("SET", jobKey .. ":lock", token, "PX", lockDuration)
   recordToken(prefix, token, jobId, finished, answer, lockDuration)
   redis.call("HSET", jobKey, "processedOn", now)
-  emitUntrimmedEvent(KEYS[4], "active", jobId, "prev", "waiting")
+  emitUntrimmedEvent(eventsKey, "active", jobId, "prev", "waiting")
   -- A marker at 0 stays: more ready work, or at worst one idle worker woken for nothing (its
   -- pickup then refreshes the marker). A busy queue's pickup so reads the marker and no list.
-  if redis.call("ZSCORE", KEYS[11], "next") ~= "0" then
-    refreshMarker(KEYS[11], KEYS[1], KEYS[3], KEYS[7], paused)
+  if redis.call("ZSCORE", markerKey, "next") ~= "0" then
+    refreshMarker(markerKey, waitKey, prioritizedKey, delayedKey, paused)
   end
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
-
-local outcome = ARGV[4]
-if outcome ~= "completed" and outcome ~= "failed" then
-  return redis.error_reply("ERR outcome must be 'completed' or 'failed'")
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
 end
+
+-- Records the answer of a finish that picked no job up, for the time the record has left (XX:
+-- never a record without a time to live).
+local function recordFinish(prefix, token, finished, answer)
+  redis.call("SET", tokenKey(prefix, token), ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
+end
+-- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
+-- unless another job holds it by now.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId)
+  end
+end
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
+end
+
+local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local stalledKey, limiterKey, delayedKey, pausedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local metaKey, pcKey, markerKey = KEYS[9], KEYS[10], KEYS[11]
+local finishedKey, metricsKey, waitingChildrenKey = KEYS[12], KEYS[13], KEYS[14]
+local outcome = enumArg(ARGV[4], "outcome", "completed", "failed")
 -- `now` is a number for sums; Redis gets the caller's text (nowText), which spares a conversion.
-local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
-local nowText = ARGV[3]
+local jobId, token, nowText = ARGV[1], tokenArg(ARGV[2]), ARGV[3]
+local now = nowArg(nowText)
+local result, stacktrace = ARGV[5], ARGV[6]
 local jitter = fractionArg(ARGV[7], "jitter")
 local fetchNext = ARGV[8] == "1"
-digitsArg(ARGV[9], "lock_duration", 1)
 local lockDuration = ARGV[9] -- as the caller sent it, like nowText
+digitsArg(lockDuration, "lock_duration", 1)
 local limitMax = intArg(ARGV[10], "limit_max", 0)
 local limitDuration = intArg(ARGV[11], "limit_duration", 0)
 local concurrency = intArg(ARGV[12], "concurrency", 0)
-local prefix = queuePrefix(KEYS[1])
+
+local prefix = queuePrefix(waitKey)
 local jobKey = prefix .. jobId
 
 local lockState = checkLock(jobKey .. ":lock", token)
@@ -422,57 +450,56 @@ end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
 local attemptsMade = (tonumber(stored[4]) or 0) + 1
-if redis.call("LREM", KEYS[2], "-1", jobId) == 0 then
+if redis.call("LREM", activeKey, "-1", jobId) == 0 then
   return -3
 end
 redis.call("DEL", jobKey .. ":lock")
-redis.call("SREM", KEYS[5], jobId)
-
--- A completed child: its value goes to the parent, and the last pending one releases it. A
--- parent that retention removed has no :dependencies any more, so SREM finds nothing to do.
-local function releaseParent()
-  if not parentKey or redis.call("SREM", parentKey .. ":dependencies", jobKey) == 0 then
-    return
-  end
-  redis.call("HSET", parentKey .. ":processed", jobKey, ARGV[5])
-  local parentId = string.sub(parentKey, #prefix + 1)
-  if redis.call("SCARD", parentKey .. ":dependencies") == 0
-    and redis.call("ZREM", KEYS[14], parentId) == 1 then
-    enqueueReadyJob(prefix, parentId, redis.call("HEXISTS", KEYS[9], "paused") == 1)
-    emitEvent(KEYS[4], KEYS[9], "waiting", parentId, "prev", "waiting-children")
-  end
-end
+redis.call("SREM", stalledKey, jobId)
 
 local went = outcome
 local retryAt = nil
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
-  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace", ARGV[6],
+  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace", stacktrace,
     "delay", delay)
   went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", ARGV[5], "finishedOn", nowText)
-    releaseParent()
+    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", result, "finishedOn", nowText)
+    -- Releasing the parent: a completed child's value goes to the parent, and the last pending
+    -- one releases it. A parent that retention removed has no :dependencies any more, so SREM
+    -- finds nothing to do. (Written out here, not as a local function: a closure over this
+    -- many of the script's locals costs the server more, on every call, than its work.)
+    if parentKey and redis.call("SREM", parentKey .. ":dependencies", jobKey) == 1 then
+      redis.call("HSET", parentKey .. ":processed", jobKey, result)
+      local parentId = string.sub(parentKey, #prefix + 1)
+      if redis.call("SCARD", parentKey .. ":dependencies") == 0
+        and redis.call("ZREM", waitingChildrenKey, parentId) == 1 then
+        enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, parentId,
+          redis.call("HEXISTS", metaKey, "paused") == 1)
+        emitEvent(eventsKey, metaKey, "waiting", parentId, "prev", "waiting-children")
+      end
+    end
   else
-    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", ARGV[5], "stacktrace",
-      ARGV[6], "finishedOn", nowText)
+    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace",
+      stacktrace, "finishedOn", nowText)
   end
-  redis.call("ZADD", KEYS[12], nowText, jobId)
-  redis.call("INCR", KEYS[13])
+  redis.call("ZADD", finishedKey, nowText, jobId)
+  redis.call("INCR", metricsKey)
   releaseDedupId(prefix, jobId, dedupId)
-  emitEvent(KEYS[4], KEYS[9], outcome, jobId, "prev", "active")
+  emitEvent(eventsKey, metaKey, outcome, jobId, "prev", "active")
   local rule = opts.removeOnFail
   if outcome == "completed" then
     rule = opts.removeOnComplete
   end
-  applyRetention(KEYS[12], prefix, jobId, rule, now)
+  applyRetention(finishedKey, prefix, jobId, rule, now)
 end
 local nextJob = { "", {}, 0 }
 if fetchNext then
-  nextJob = pickup(prefix, token, lockDuration, nowText, limitMax, limitDuration, concurrency,
-    redis.call("HEXISTS", KEYS[9], "paused") == 1, jobId, went)
+  nextJob = pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
+    pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, nowText, limitMax,
+    limitDuration, concurrency, redis.call("HEXISTS", metaKey, "paused") == 1, jobId, went)
 end
 if nextJob[1] == "" then
   -- The token's record keeps this finish's answer for a re-send: the job may be removed, or
@@ -482,8 +509,8 @@ end
 if retryAt then
   -- After the pickup, so the token never takes back the job it just retried: a finish of it
   -- re-sent could not be told from a new one.
-  redis.call("ZADD", KEYS[7], retryAt, jobId)
-  signalWork(KEYS[11], retryAt)
-  emitEvent(KEYS[4], KEYS[9], "delayed", jobId, "delay", retryAt - now, "prev", "active")
+  redis.call("ZADD", delayedKey, retryAt, jobId)
+  signalWork(markerKey, retryAt)
+  emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", retryAt - now, "prev", "active")
 end
 return { went, nextJob[1], nextJob[2], nextJob[3] }

@@ -14,36 +14,46 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
-
--- Appends an event without trimming the stream: for a pickup's `active` event, which the job's
--- finish (or the next add) follows with a trim. Reading the limit and trimming cost the server
--- more than the rest of a pickup's event (make bench); BullMQ's pickup does not trim either.
-local function emitUntrimmedEvent(eventsKey, event, jobId, ...)
-  redis.call("XADD", eventsKey, "*", "event", event, "jobId", jobId, ...)
+-- An argument that must be one of the words given after `name`, as its header's enum(...) lists
+-- them: enumArg(ARGV[1], "action", "pause", "resume"). Returns the value. The words are compared
+-- one by one, without building a table of them: a call that passes costs a comparison or two.
+local function enumArg(value, name, ...)
+  local count = select("#", ...)
+  for i = 1, count do
+    if value == select(i, ...) then
+      return value
+    end
+  end
+  local words = "'" .. select(1, ...) .. "'"
+  for i = 2, count do
+    words = words .. (i == count and " or '" or ", '") .. select(i, ...) .. "'"
+  end
+  error(name .. " must be " .. words .. ", got '" .. tostring(value) .. "'")
 end
 
-local pausing = ARGV[1] == "pause"
-if not pausing and ARGV[1] ~= "resume" then
-  return redis.error_reply("ERR action must be 'pause' or 'resume'")
-end
-if (redis.call("HEXISTS", KEYS[3], "paused") == 1) == pausing then
+local waitKey, pausedKey, metaKey, eventsKey, markerKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local action = enumArg(ARGV[1], "action", "pause", "resume")
+
+local pausing = action == "pause"
+if (redis.call("HEXISTS", metaKey, "paused") == 1) == pausing then
   return 0
 end
-local from, to = KEYS[1], KEYS[2]
+local from, to = waitKey, pausedKey
 if not pausing then
-  from, to = KEYS[2], KEYS[1]
+  from, to = pausedKey, waitKey
 end
 -- Oldest first onto the head of the other list: their order is kept, and they run after the
 -- jobs already there (workers take from the tail).
 while redis.call("RPOPLPUSH", from, to) do
 end
 if pausing then
-  redis.call("HSET", KEYS[3], "paused", "1")
-  redis.call("DEL", KEYS[5])
+  redis.call("HSET", metaKey, "paused", "1")
+  redis.call("DEL", markerKey)
 else
-  redis.call("HDEL", KEYS[3], "paused")
+  redis.call("HDEL", metaKey, "paused")
   -- Wake the workers: prioritized jobs, or delayed ones that fell due, may be waiting too.
-  redis.call("ZADD", KEYS[5], "0", "next")
+  redis.call("ZADD", markerKey, "0", "next")
 end
-emitEvent(KEYS[4], KEYS[3], pausing and "paused" or "resumed", "")
+emitEvent(eventsKey, metaKey, pausing and "paused" or "resumed", "")
 return 1

@@ -1,12 +1,9 @@
+--- @include "removeJobKeys"
+
 -- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
 -- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
 -- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
 -- their hash and their companion keys. Returns true when the job that just finished was removed.
-local function removeJobKeys(prefix, jobId)
-  local jobKey = prefix .. jobId
-  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed")
-end
-
 local function applyRetention(finishedKey, prefix, jobId, rule, now)
   if rule == nil or rule == false then
     return false

@@ -1,0 +1,13 @@
+--- @include "pushPrioritized"
+--- @include "pushReady"
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  end
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
