@@ -8,7 +8,8 @@
 --- @key active       `emq:{q}:active`       the active list
 --- @key prioritized  `emq:{q}:prioritized`  the prioritized set
 --- @key events       `emq:{q}:events`       the event stream
---- @key stalled      (unused) `emq:{q}:stalled`  the stalled set: every path out of active clears a job's mark, so a job taken from wait or prioritized has none
+--- @key stalled      (unused) `emq:{q}:stalled`  the stalled set: every path out of active clears
+---     a job's mark, so a job taken from wait or prioritized has none
 --- @key limiter      `emq:{q}:limiter`      the rate limiter's counter
 --- @key delayed      `emq:{q}:delayed`      the delayed set, scored by run-at
 --- @key paused       `emq:{q}:paused`       the paused list
@@ -16,12 +17,15 @@
 --- @key pc           `emq:{q}:pc`           the counter that orders jobs of one priority
 --- @key marker       `emq:{q}:marker`       the marker idle workers block on
 --- @arg token          string(non-empty)  the worker's lock token, new for every pickup
---- @arg lock_duration  int(1..)           how long the lock lives without a heartbeat, in milliseconds
+--- @arg lock_duration  int(1..)           how long the lock lives without a heartbeat, in
+---     milliseconds
 --- @arg now            int(0..)           the caller's clock, in milliseconds
 --- @arg limit_max      int(0..)           at most this many jobs per limit_duration (0: no limit)
 --- @arg limit_duration int(0..)           the rate limiter's window, in milliseconds
 --- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap)
---- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the concurrency cap)
+--- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds
+---     until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the
+---     concurrency cap)
 --- @include "includes/digitsArg"
 --- @include "includes/heldJob"
 --- @include "includes/intArg"

@@ -30,10 +30,13 @@
 --- @arg jitter          number(0..<1)           a fraction of the retry delay to add (0: none)
 --- @arg fetch_next      bool                    pick the next job up for the same token
 --- @arg lock_duration   int(1..)                the next job's lock time to live, in milliseconds
---- @arg limit_max       int(0..)                at most this many jobs per limit_duration (0: no limit)
+--- @arg limit_max       int(0..)                at most this many jobs per limit_duration (0: no
+---     limit)
 --- @arg limit_duration  int(0..)                the rate limiter's window, in milliseconds
---- @arg concurrency     int(0..)                at most this many jobs active in the queue (0: no cap)
---- @return tuple[string, string, hash, int]  where the job went ("completed", "failed" or "delayed"), then the next job as moveToActive answers it
+--- @arg concurrency     int(0..)                at most this many jobs active in the queue (0: no
+---     cap)
+--- @return tuple[string, string, hash, int]  where the job went ("completed", "failed" or
+---     "delayed"), then the next job as moveToActive answers it
 --- @error -1 JobNotExist
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
