@@ -36,7 +36,7 @@ def lua_number(value: object) -> float | None:
 
 
 def keep_rule(rule: object) -> tuple[bool, int | None, float | None]:
-    """A retention rule read as the scripts read it (includes/retention.lua): (remove the job
+    """A retention rule read as the scripts read it (includes/applyRetention.lua): (remove the job
     itself, keep the newest N or None, drop older than `age` seconds or None)."""
     if rule is None or rule is False:
         return False, None, None
@@ -139,7 +139,7 @@ class QueueModel:
         self.jobs[job_id].state = state
 
     def _push_ready(self, job_id: str) -> str:
-        """includes/enqueue.lua pushReady: the head of wait, or of paused while paused."""
+        """includes/pushReady.lua: the head of wait, or of paused while paused."""
         if self.paused:
             self.paused_list.insert(0, job_id)
             self._set_state(job_id, "paused")
@@ -259,7 +259,7 @@ class QueueModel:
         finished: tuple[str, str] = ("", ""),
         limit_max: int = 0,
     ) -> tuple[str, dict[str, str] | None, int]:
-        """includes/pickup.lua pickup: the job taken (its hash is read from Redis by the test,
+        """includes/pickup.lua: the job taken (its hash is read from Redis by the test,
         None here) or "". A limited-for of -1 stands for the limiter's time to live, which the
         server's clock sets."""
         self._promote_due(now)
@@ -304,7 +304,7 @@ class QueueModel:
         return 0 if holder == token else -6
 
     def _landed(self, job_id: str, token: str) -> str | None:
-        """includes/token.lua landedFinish: the token's record of its last finish."""
+        """includes/landedFinish.lua: the token's record of its last finish."""
         _, finished, answer = self.tokens.get(token, ("", "", ""))
         return answer if finished == job_id else None
 
