@@ -47,7 +47,7 @@ def string_arg(script: str, name: str, value: object, form: str = "") -> bytes:
 STRING_FORMS: Mapping[str, tuple[Callable[[str], bool], str]] = {
     "non-empty": (bool, "a non-empty str"),
 }
-# The integers a Lua number holds exactly: the scripts refuse any other (includes/numbers.lua).
+# The integers a Lua number holds exactly: the scripts refuse any other (includes/intArg.lua).
 MAX_INT = 2**53 - 1
 
 

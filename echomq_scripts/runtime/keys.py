@@ -27,7 +27,7 @@ STATES: Final = (
 # The queue's own key names: a job id equal to one of them would make `emq:{q}:<id>` (the job
 # hash) the same key as that one. "metrics", "de" and "token" start families of keys
 # (`metrics:<outcome>`, `de:<dedup id>`, `token:<token>`). The add scripts refuse the same ids
-# (lua_src/includes/jobId.lua; the tests hold the two lists together).
+# (lua_src/includes/checkJobId.lua; the tests hold the two lists together).
 RESERVED_IDS: Final = frozenset(
     {*STATES, "stalled", "events", "meta", "id", "limiter", "pc", "marker", "metrics", "de"}
     | {"token"}
