@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -300,8 +301,11 @@ def replay_probe(*args: str) -> subprocess.CompletedProcess[str]:
     left them to cli.py, 99 when it imported click or the pipeline on the way."""
     script = (
         "import os, sys\n"
-        "from echomq_scripts.toolchain.replay import replay_invocation\n"
-        "answered = replay_invocation(os.getcwd(), sys.argv[1:])\n"
+        "from echomq_scripts.toolchain.replay import print_replay, recorded_replay\n"
+        "found = recorded_replay(os.getcwd(), sys.argv[1:])\n"
+        "answered = found is not None\n"
+        "if found is not None:\n"
+        "    print_replay(*found)\n"
         "heavy = {'click', 'pathlib', 'json', 're', 'typing', 'dataclasses'}\n"
         "heavy |= {'echomq_scripts.toolchain.pipeline', 'echomq_scripts.toolchain.cli'}\n"
         "print(sorted(heavy & set(sys.modules)), file=sys.stderr)\n"
@@ -361,6 +365,49 @@ def test_console_replays_only_the_identical_command_line(in_tmp: Path) -> None:
     # A build without a stamp (--no-cache, --check) records nothing to replay.
     assert run_console("build", "--no-cache").returncode == 0
     assert replay_probe("build", "--no-cache").returncode == 9
+
+
+def test_console_replay_follows_a_repointed_symlink(in_tmp: Path) -> None:
+    """A symlinked --src or --out that points elsewhere since the build names other files: the
+    record holds the paths as typed, so the replay finds no stamp for them."""
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    cache = str(in_tmp / "cache")
+    Path("lua_src").rename("v1")
+    shutil.copytree("v1", "v2")
+    (Path("v2") / "locals-1.lua").write_text("return 1 +\n")  # does not compile
+    Path("lua_src").symlink_to("v1")
+    Path("o1").mkdir()
+    Path("out").symlink_to("o1")
+    assert run_console("build", "--cache-dir", cache, "--out", "out").returncode == 0
+    assert replay_probe("build", "--cache-dir", cache, "--out", "out").returncode == 10
+    Path("out").unlink()
+    Path("o2").mkdir()
+    Path("out").symlink_to("o2")
+    assert replay_probe("build", "--cache-dir", cache, "--out", "out").returncode == 9
+    assert run_console("build", "--cache-dir", cache, "--out", "out").returncode == 0
+    assert sorted(p.name for p in Path("o2").iterdir()) == sorted(
+        p.name for p in Path("o1").iterdir()
+    )
+    Path("lua_src").unlink()
+    Path("lua_src").symlink_to("v2")
+    assert replay_probe("build", "--cache-dir", cache, "--out", "out").returncode == 9
+    failed = run_console("build", "--cache-dir", cache, "--out", "out")
+    assert failed.returncode == 1
+    assert "[syntax]" in failed.stderr
+
+
+def test_no_command_line_record_lands_in_the_sources_or_the_output(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy_fixture("locals", in_tmp)
+    os.chdir(in_tmp / "locals")
+    monkeypatch.setenv("ECHOMQ_SCRIPTS_CACHE_DIR", str(in_tmp / "locals" / "build" / ".cache"))
+    cache = str(in_tmp / "cache")
+    assert run_console("build", "--cache-dir", cache).returncode == 0
+    again = run_console("build", "--cache-dir", cache)
+    assert again.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
+    assert not Path("build/.cache").exists()
 
 
 def test_a_failing_build_is_reported_once(in_tmp: Path) -> None:
@@ -463,3 +510,23 @@ def test_a_damaged_command_line_record_is_a_miss(
     )
     assert "Traceback" not in again.stderr
     assert record.read_bytes() == good  # recorded afresh, as it was
+
+
+def test_the_stamp_covers_the_version_the_schema_and_both_halves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new version (echomq_scripts/__init__.py) or schema changes what a build writes: both
+    count among the tool's inputs, with every module of the toolchain and of the runtime."""
+    from echomq_scripts.toolchain import cache
+
+    read: list[str] = []
+    real_read = cache._read
+
+    def reading(path: str) -> bytes:
+        read.append(os.path.relpath(os.path.realpath(path), REPO / "echomq_scripts"))
+        return real_read(path)
+
+    monkeypatch.setattr(cache, "_read", reading)
+    cache._fingerprint(None)
+    assert {"__init__.py", "toolchain/manifest.schema.json", "runtime/grammar.py"} <= set(read)
+    assert "toolchain/templates/scripts.py.j2" in read

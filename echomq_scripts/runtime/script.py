@@ -78,9 +78,8 @@ class ScriptSpec:
     package: str  # the package whose lua/ folder holds <script_id>.lua and .map.json
     templates: tuple[str, ...] = ()  # each key's template, when the header gives them
     # The template arguments `keys_for` checks as key parts (plain strings): the wrapper's own
-    # encoders check the others (`id`, `enum`) first. None, in packages generated before argument
-    # types: check them all.
-    text_args: tuple[str, ...] | None = None
+    # encoders check the others (`id`, `enum`) first.
+    text_args: tuple[str, ...] = ()
 
 
 # A queue's keys for one script: every key with the queue filled in, and for each key that
@@ -141,8 +140,8 @@ class Script:
         fixed, slots = filled
         keys = list(fixed)
         if slots:
-            script_id, text_args = self.spec.script_id, self.spec.text_args
-            for name in ids if text_args is None else text_args:
+            script_id = self.spec.script_id
+            for name in self.spec.text_args:
                 check_key_arg(script_id, name, ids[name])
             for index, pieces in slots:
                 keys[index] = "".join([str(ids[t]) if is_id else t for is_id, t in pieces])

@@ -1,7 +1,7 @@
 """What `echomq-scripts build` and `check` do once cli.py has parsed their options, step by step:
 find the cache, take one snapshot of the sources, replay an identical earlier build, else run
-the pipeline, print, and stamp what passed. `replay_invocation` is the console script's way in
-(entry.py): it answers a command line identical to one a stamped build ran, without click.
+the pipeline, print, stamp what passed and record its command line, which the console script
+(entry.py, replay.py) then answers without click.
 
 Mistakes in the command line or the project's settings are raised as `UsageProblem` (cli.py
 makes them usage errors, exit 2) before anything is printed.
@@ -16,7 +16,6 @@ from .errors import ConfigError
 from .replay import print_replay, summary_line
 from .snapshot import Snapshot, StrPath
 
-# Light to import (no pathlib until a build runs): the replay path comes through here.
 TYPE_CHECKING = False  # not typing's: see cache.py
 if TYPE_CHECKING:
     from pathlib import Path
@@ -220,16 +219,23 @@ def _stamp(
 
 
 def _record_invocation(request: BuildRequest, root: Path) -> None:
-    from .cache import record_invocation
+    from .cache import default_cache_dir, record_invocation
 
     if request.invocation is None:
         return
     cwd, argv = request.invocation
+    try:
+        where = default_cache_dir()
+    except ConfigError:
+        return  # no home: nothing is recorded, and the command line is always parsed
+    if _inside(where, request.src) or _inside(where, request.out):
+        return  # a record would land in the sources or the output
     record = {
-        "src": os.path.realpath(request.src),
-        "out": os.path.realpath(request.out),
+        # As typed, joined to the working directory: the replay resolves them afresh.
+        "src": os.path.join(cwd, request.src),
+        "out": os.path.join(cwd, request.out),
         "out_text": str(request.out),  # as the summary line spells it
-        "cache": os.path.realpath(root),
+        "cache": os.path.join(cwd, root),
         "settings": _settings(request),
         "output_format": request.output_format,
     }

@@ -85,7 +85,13 @@ def _fingerprint(modules: tuple[str, ...] | None) -> bytes:
     # The build reads the runtime's grammar and code table too: its modules count as the tool's.
     everything = [
         f"{folder}/{name}" if folder != "." else name
-        for folder, suffix in ((".", ".py"), ("templates", ".j2"), ("../runtime", ".py"))
+        for folder, suffix in (
+            (".", ".py"),
+            (".", ".json"),  # manifest.schema.json, copied into every build
+            ("templates", ".j2"),
+            ("../runtime", ".py"),
+            ("..", "__init__.py"),  # the version, which the manifest and the package record
+        )
         for name in os.listdir(os.path.join(_PACKAGE_DIR, folder))
         if name.endswith(suffix)
     ]
@@ -164,7 +170,7 @@ def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) 
     # os.path.realpath is what Path.resolve() uses: the same text for the same directory.
     real_src = os.path.realpath(src)
     for setting in (real_src, os.path.realpath(out), settings):
-        add(setting.encode())
+        add(setting.encode("utf-8", "surrogateescape"))  # a path need not be UTF-8
     try:
         add(_read(os.path.join(os.path.dirname(real_src), "pyproject.toml")))
     except OSError:

@@ -18,14 +18,17 @@ _TOOLCHAIN_PACKAGES = ("click", "jinja2", "lupa", "tree_sitter", "tree_sitter_lu
 
 
 def _replayed(argv: list[str]) -> bool:
-    from .replay import replay_invocation
+    """Whether the command line was answered from the record of its last build."""
+    from .replay import print_replay, recorded_replay
 
     try:
-        return replay_invocation(os.getcwd(), argv)
-    except BrokenPipeError:
-        raise
+        found = recorded_replay(os.getcwd(), argv)
     except Exception:  # a record or stamp it cannot read: the full command line will do
         return False
+    if found is None:
+        return False
+    print_replay(*found)  # outside the try: an answer is printed once or not at all
+    return True
 
 
 def main() -> None:

@@ -18,39 +18,44 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def replay_invocation(cwd: str, argv: list[str]) -> bool:
-    """Answer `argv`, run in `cwd`, from the stamp of the identical command line's last build,
-    when its sources and outputs are still what that build read and wrote; False (having
-    printed nothing) to leave the command line to cli.py."""
+def recorded_replay(cwd: str, argv: list[str]) -> tuple[dict[str, Any], str, str] | None:
+    """What the identical command line's last build printed, as its stamp, output format and
+    `--out` as typed, when its sources and outputs are still what that build read and wrote;
+    None to leave the command line to cli.py. It prints nothing, so a failure here never
+    leaves half an answer behind."""
     from .cache import build_digest, recorded_invocation, replay_build
     from .snapshot import take_snapshot
 
     record = recorded_invocation(cwd, argv)
     if record is None:
-        return False
+        return None
+    # Recorded as typed (joined to the working directory), not resolved: a symlink repointed
+    # since names other files, which the digest (it resolves them) then finds.
     src, out, root = record["src"], record["out"], record["cache"]
     if not os.path.isdir(src):
-        return False
+        return None
     digest = build_digest(take_snapshot(src), src, out, record["settings"])
     stamp = replay_build(root, digest)
     if stamp is None:
-        return False
-    print_replay(stamp, record["output_format"], record["out_text"])
-    return True
+        return None
+    return stamp, record["output_format"], record["out_text"]
 
 
 def _write(text: str, err: bool = False) -> None:
-    """`text`, as UTF-8, to stdout or stderr, flushed at once (so the two keep their order):
-    the bytes that click.echo, which the rest of the command line prints with, writes."""
+    """`text` to stdout or stderr, flushed at once (so the two keep their order), as click.echo
+    writes it: through the stream's encoding, and as UTF-8 where that encoding cannot take it."""
     stream = sys.stderr if err else sys.stdout
     if stream is None or not text:
         return
-    buffer = getattr(stream, "buffer", None)
-    if buffer is None:
+    try:
         stream.write(text)
-    else:
+    except UnicodeEncodeError:
+        buffer = getattr(stream, "buffer", None)
         stream.flush()
-        buffer.write(text.encode("utf-8", "replace"))
+        if buffer is not None:
+            buffer.write(text.encode("utf-8", "replace"))
+        else:
+            stream.write(text.encode("ascii", "replace").decode("ascii"))
     stream.flush()
 
 
