@@ -11,18 +11,27 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+import click
+
+from .cache import (
+    AnalysisCache,
+    build_digest,
+    default_cache_dir,
+    inside,
+    record_invocation,
+    replay_build,
+    stamp_build,
+)
+from .config import Config, load_config
+from .diagnostics import Diagnostic, Severity, format_json, format_text
 from .errors import ConfigError
 from .replay import print_replay, summary_line
-from .snapshot import Snapshot, StrPath
+from .snapshot import Snapshot, StrPath, take_snapshot
 
-TYPE_CHECKING = False  # not typing's: see cache.py
 if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any
-
-    from .config import Config
-    from .diagnostics import Diagnostic
     from .pipeline import BuildResult
 
 
@@ -51,10 +60,10 @@ def run_build(request: BuildRequest) -> int:
     """Check every script and (unless `check_only`) write the build; the exit code."""
     root = cache_root(request.cache_dir, request.no_cache, request.src, request.out)
     # One read of the sources serves the up-to-date check and the build itself.
-    snapshot = _snapshot(request.src)
+    snapshot = take_snapshot(request.src) if request.src.is_dir() else None
     digest = _stamp_digest(request, root, snapshot)
     if root is not None and digest is not None:
-        stamp = _replay_build(root, digest)
+        stamp = replay_build(root, digest)
         if stamp is not None:
             # Nothing changed since a build that passed: say what it said, touch nothing.
             print_replay(stamp, request.output_format, request.out, echo)
@@ -79,8 +88,7 @@ def run_check(
     src: Path, strict: bool | None, cache_dir: Path | None, no_cache: bool, output_format: str
 ) -> int:
     """`echomq-scripts check`: every check of `build --check` but the generated package's."""
-    from . import pipeline
-    from .cache import AnalysisCache
+    from . import pipeline  # the checker and the parsers: only a run that checks loads them
 
     root = cache_root(cache_dir, no_cache, src)
     config = _config(src, strict)
@@ -94,10 +102,6 @@ def run_check(
 
 def cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | None:
     """The cache directory to use, refusing one inside the sources or the output."""
-    from pathlib import Path
-
-    from .cache import default_cache_dir
-
     if no_cache:
         return None
     try:
@@ -105,34 +109,16 @@ def cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | N
     except ConfigError as exc:
         raise UsageProblem(str(exc)) from None
     for tree in trees:
-        if _inside(root, tree):
+        if inside(root, tree):
             raise UsageProblem(
                 f"the cache directory {root} lies inside {tree}: choose one outside it"
             )
     return root
 
 
-def _inside(path: StrPath, tree: StrPath) -> bool:
-    """Whether `path` lies in `tree` once both are resolved."""
-    real, real_tree = os.path.realpath(path), os.path.realpath(tree)
-    return real == real_tree or real.startswith(os.path.join(real_tree, ""))
-
-
-def _snapshot(src: Path) -> Snapshot | None:
-    from .snapshot import take_snapshot
-
-    return take_snapshot(src) if src.is_dir() else None
-
-
 def _settings(request: BuildRequest) -> str:
     """The command-line settings a build stamp depends on; findings quote --src as typed."""
     return f"src={request.src}\0strict={request.strict}"
-
-
-def _digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) -> str:
-    from .cache import build_digest
-
-    return build_digest(snapshot, src, out, settings)
 
 
 def _stamp_digest(
@@ -142,18 +128,14 @@ def _stamp_digest(
     check, one judged against a previous release, one without a cache or sources)."""
     if root is None or snapshot is None or request.check_only or request.previous is not None:
         return None
-    return _digest(snapshot, request.src, request.out, _settings(request))
+    return _digest(request, snapshot)
 
 
-def _replay_build(root: Path, digest: str) -> dict[str, Any] | None:
-    from .cache import replay_build
-
-    return replay_build(root, digest)
+def _digest(request: BuildRequest, snapshot: Snapshot) -> str:
+    return build_digest(snapshot, request.src, request.out, _settings(request))
 
 
 def _config(src: Path, strict: bool | None) -> Config:
-    from .config import load_config
-
     try:
         return load_config(src, strict)
     except ConfigError as exc:
@@ -164,7 +146,6 @@ def _run_pipeline(
     request: BuildRequest, root: Path | None, snapshot: Snapshot | None
 ) -> tuple[Config, BuildResult]:
     from . import pipeline
-    from .cache import AnalysisCache
     from .release import load_manifest
 
     config = _config(request.src, request.strict)
@@ -206,10 +187,8 @@ def _stamp(
     findings: dict[str, str],
 ) -> None:
     """Stamp a build that passed, and record its command line for the console script."""
-    from .cache import stamp_build
-
     # pyproject.toml was read again by the build: stamp only if it held still meanwhile.
-    if _digest(snapshot, request.src, request.out, _settings(request)) != digest:
+    if _digest(request, snapshot) != digest:
         return
     outputs: dict[StrPath, dict[str, bytes]] = {request.out: result.files}
     if config.python_package is not None:
@@ -219,17 +198,9 @@ def _stamp(
 
 
 def _record_invocation(request: BuildRequest, root: Path) -> None:
-    from .cache import default_cache_dir, record_invocation
-
     if request.invocation is None:
         return
     cwd, argv = request.invocation
-    try:
-        where = default_cache_dir()
-    except ConfigError:
-        return  # no home: nothing is recorded, and the command line is always parsed
-    if _inside(where, request.src) or _inside(where, request.out):
-        return  # a record would land in the sources or the output
     record = {
         # As typed, joined to the working directory: the replay resolves them afresh.
         "src": os.path.join(cwd, request.src),
@@ -247,8 +218,6 @@ def _record_invocation(request: BuildRequest, root: Path) -> None:
 
 def render(diagnostics: list[Diagnostic]) -> dict[str, str]:
     """The findings as each format prints them: text for stderr, JSON for stdout."""
-    from .diagnostics import Severity, format_json, format_text
-
     text = ""
     if diagnostics:
         errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
@@ -259,8 +228,6 @@ def render(diagnostics: list[Diagnostic]) -> dict[str, str]:
 
 def echo(text: str, *, err: bool = False) -> None:
     """`text` as it is, through click.echo (cli.py has loaded click)."""
-    import click
-
     if text:
         click.echo(text, nl=False, err=err)
 

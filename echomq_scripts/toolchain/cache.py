@@ -181,6 +181,12 @@ def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) 
     return digest.hexdigest()
 
 
+def inside(path: StrPath, tree: StrPath) -> bool:
+    """Whether `path` lies in `tree` once both are resolved."""
+    real, real_tree = os.path.realpath(path), os.path.realpath(tree)
+    return real == real_tree or real.startswith(os.path.join(real_tree, ""))
+
+
 def _stamp_path(cache_dir: StrPath, digest: str) -> str:
     return os.path.join(cache_dir, "builds", f"{digest}.stamp")
 
@@ -269,11 +275,14 @@ def _invocation_path(cwd: str, argv: list[str]) -> str:
 
 
 def record_invocation(cwd: str, argv: list[str], record: dict[str, str]) -> None:
-    """Record what the command line `argv`, run in `cwd`, built; without a default cache
-    directory (no home), nothing is recorded and the command line is always parsed."""
+    """Record what the command line `argv`, run in `cwd`, built. Nothing is recorded without a
+    default cache directory (no home), or where it lies in the build's sources or output: the
+    command line is then always parsed."""
     try:
         path = _invocation_path(cwd, argv)
     except ConfigError:
+        return
+    if inside(path, record["src"]) or inside(path, record["out"]):
         return
     _write_sealed(path, {"format": _STAMP_FORMAT, "argv": [cwd, *argv], **record})
 
