@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 import echomq_scripts.runtime
+from echomq_scripts.toolchain.entry import TOOLCHAIN_PACKAGES
 from tests.support.environment import REPO
 from tests.support.redis_server import RedisServer
 
 PACKAGE = REPO / "echomq_scripts"
-# What the `build` extra installs: none of it may be needed by the runtime.
-TOOLCHAIN_PACKAGES = ("click", "jinja2", "lupa", "tree_sitter", "tree_sitter_lua")
 
 
 def imported_modules(path: Path, package: str) -> list[tuple[int, str]]:
@@ -64,6 +63,15 @@ def test_the_runtime_imports_only_the_standard_library_redis_py_and_itself(
         if outside_the_runtime(module) and not (module + ".").startswith(package + ".")
     ]
     assert strays == []
+
+
+def test_the_console_script_knows_the_build_extra_by_its_modules() -> None:
+    """What entry.py names when a toolchain package is missing is what `build` installs."""
+    import tomllib
+
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=!~ ;\[]", spec, maxsplit=1)[0] for spec in extra["build"]}
+    assert {name.replace("-", "_") for name in names} == set(TOOLCHAIN_PACKAGES)
 
 
 def test_the_import_check_sees_a_stray_import(tmp_path: Path) -> None:

@@ -300,12 +300,9 @@ def replay_probe(*args: str) -> subprocess.CompletedProcess[str]:
     """The console script's replay alone on `args`: exit 10 when it answered them, 9 when it
     left them to cli.py, 99 when it imported click or the pipeline on the way."""
     script = (
-        "import os, sys\n"
-        "from echomq_scripts.toolchain.replay import print_replay, recorded_replay\n"
-        "found = recorded_replay(os.getcwd(), sys.argv[1:])\n"
-        "answered = found is not None\n"
-        "if found is not None:\n"
-        "    print_replay(*found)\n"
+        "import sys\n"
+        "from echomq_scripts.toolchain.entry import replayed\n"
+        "answered = replayed(sys.argv[1:])\n"
         "heavy = {'click', 'pathlib', 'json', 're', 'typing', 'dataclasses'}\n"
         "heavy |= {'echomq_scripts.toolchain.pipeline', 'echomq_scripts.toolchain.cli'}\n"
         "print(sorted(heavy & set(sys.modules)), file=sys.stderr)\n"

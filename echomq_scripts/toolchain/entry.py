@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import sys
 
-# What the toolchain imports beyond the runtime's redis-py: the `build` extra.
-_TOOLCHAIN_PACKAGES = ("click", "jinja2", "lupa", "tree_sitter", "tree_sitter_lua")
+# What the toolchain imports beyond the runtime's redis-py: the `build` extra's packages, as
+# modules (tests/test_architecture.py holds the two lists together).
+TOOLCHAIN_PACKAGES = ("click", "jinja2", "lupa", "tree_sitter", "tree_sitter_lua")
 
 
-def _replayed(argv: list[str]) -> bool:
+def replayed(argv: list[str]) -> bool:
     """Whether the command line was answered from the record of its last build."""
     from .replay import print_replay, recorded_replay
 
@@ -34,14 +35,14 @@ def _replayed(argv: list[str]) -> bool:
 def main() -> None:
     argv = sys.argv[1:]
     try:
-        if _replayed(argv):
+        if replayed(argv):
             sys.exit(0)
         # click at once, Jinja2, lupa and tree-sitter when a build needs them: any may be missing.
         from .cli import main as full_command_line
 
         full_command_line(argv)
     except ModuleNotFoundError as exc:
-        if exc.name not in _TOOLCHAIN_PACKAGES:
+        if exc.name not in TOOLCHAIN_PACKAGES:
             raise
         sys.stderr.write(
             f"echomq-scripts: the build toolchain is not installed (no {exc.name}):"
