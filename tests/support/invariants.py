@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import redis
 import redis.cluster
@@ -114,127 +114,63 @@ def assert_one_state(r: Client, queue: str) -> dict[str, str]:
 # -- adding jobs with defaults, the invariant checked after each add ------------------------
 
 
+class AddArguments(TypedDict, total=False):
+    """The arguments every add script takes, each with a default in `_ADD_DEFAULTS`."""
+
+    job_id: str
+    name: str
+    data: str
+    opts: Mapping[str, object]
+    now: int
+    dedup_id: str
+    parent_id: str
+
+
+_ADD_DEFAULTS: AddArguments = {
+    "job_id": "",
+    "name": "job",
+    "data": "{}",
+    "opts": {},
+    "now": NOW,
+    "dedup_id": "",
+    "parent_id": "",
+}
+
+
 def _add(
     add: Callable[..., tuple[str, int]],
     r: Client,
     queue: str,
-    opts: Mapping[str, object] | None,
-    **arguments: Any,
+    arguments: AddArguments,
+    **extra: int,
 ) -> tuple[str, int]:
-    """Run one add wrapper, then check the invariant, also when the add raised."""
+    """Run one add wrapper with the defaults for what `arguments` leaves out, then check the
+    invariant, also when the add raised."""
     try:
-        return add(r, queue=queue, opts={} if opts is None else opts, **arguments)
+        return add(r, queue=queue, **{**_ADD_DEFAULTS, **arguments}, **extra)
     finally:
         assert_one_state(r, queue)
 
 
-def add_standard(
-    r: Client,
-    queue: str,
-    *,
-    job_id: str = "",
-    name: str = "job",
-    data: str = "{}",
-    opts: Mapping[str, object] | None = None,
-    now: int = NOW,
-    dedup_id: str = "",
-    parent_id: str = "",
-) -> tuple[str, int]:
+def add_standard(r: Client, queue: str, **arguments: Unpack[AddArguments]) -> tuple[str, int]:
     """addStandardJob-6: to wait, or to paused while the queue is paused."""
-    return _add(
-        g.add_standard_job,
-        r,
-        queue,
-        opts,
-        job_id=job_id,
-        name=name,
-        data=data,
-        now=now,
-        dedup_id=dedup_id,
-        parent_id=parent_id,
-    )
+    return _add(g.add_standard_job, r, queue, arguments)
 
 
 def add_delayed(
-    r: Client,
-    queue: str,
-    *,
-    delay: int = 1000,
-    job_id: str = "",
-    name: str = "job",
-    data: str = "{}",
-    opts: Mapping[str, object] | None = None,
-    now: int = NOW,
-    dedup_id: str = "",
-    parent_id: str = "",
+    r: Client, queue: str, *, delay: int = 1000, **arguments: Unpack[AddArguments]
 ) -> tuple[str, int]:
     """addDelayedJob-5: to delayed, scored by now + delay."""
-    return _add(
-        g.add_delayed_job,
-        r,
-        queue,
-        opts,
-        delay=delay,
-        job_id=job_id,
-        name=name,
-        data=data,
-        now=now,
-        dedup_id=dedup_id,
-        parent_id=parent_id,
-    )
+    return _add(g.add_delayed_job, r, queue, arguments, delay=delay)
 
 
 def add_prioritized(
-    r: Client,
-    queue: str,
-    *,
-    priority: int = 1,
-    job_id: str = "",
-    name: str = "job",
-    data: str = "{}",
-    opts: Mapping[str, object] | None = None,
-    now: int = NOW,
-    dedup_id: str = "",
-    parent_id: str = "",
+    r: Client, queue: str, *, priority: int = 1, **arguments: Unpack[AddArguments]
 ) -> tuple[str, int]:
     """addPrioritizedJob-6: to prioritized, lower priorities first."""
-    return _add(
-        g.add_prioritized_job,
-        r,
-        queue,
-        opts,
-        priority=priority,
-        job_id=job_id,
-        name=name,
-        data=data,
-        now=now,
-        dedup_id=dedup_id,
-        parent_id=parent_id,
-    )
+    return _add(g.add_prioritized_job, r, queue, arguments, priority=priority)
 
 
-def add_parent(
-    r: Client,
-    queue: str,
-    *,
-    job_id: str = "",
-    name: str = "parent",
-    data: str = "{}",
-    opts: Mapping[str, object] | None = None,
-    now: int = NOW,
-    dedup_id: str = "",
-    parent_id: str = "",
-) -> tuple[str, int]:
+def add_parent(r: Client, queue: str, **arguments: Unpack[AddArguments]) -> tuple[str, int]:
     """addParentJob-4: to waiting-children until its last child completes."""
-    return _add(
-        g.add_parent_job,
-        r,
-        queue,
-        opts,
-        job_id=job_id,
-        name=name,
-        data=data,
-        now=now,
-        dedup_id=dedup_id,
-        parent_id=parent_id,
-    )
+    return _add(g.add_parent_job, r, queue, {"name": "parent", **arguments})
