@@ -252,7 +252,7 @@ class Script:
                 f"{self.spec.script_id}: call pipe.multi() before queueing after WATCH"
             )
         # A keyless call may go to any primary: it always carries the body.
-        mark = (self.spec.sha1, key_slot(key_bytes(keys[0]))) if keys else None
+        mark = (self.spec.sha1, key_slot(_key_bytes(keys[0]))) if keys else None
         return self._queue_call(pipe, cluster_stack(pipe), mark, keys, args)
 
     def _queue_call(
@@ -316,7 +316,7 @@ class Script:
 def check_one_slot(script: str, keys: Sequence[str | bytes]) -> None:
     """All keys of one call must hash to one Cluster slot, as the queue's hash tag makes them."""
     # Keys with one hash tag share a slot: comparing tags spares a CRC16 per key per call.
-    tags = {hash_tag(key_bytes(k)) for k in keys}
+    tags = {_hash_tag(_key_bytes(k)) for k in keys}
     if len(tags) <= 1:
         return
     slots = {key_slot(tag) for tag in tags}
@@ -327,11 +327,11 @@ def check_one_slot(script: str, keys: Sequence[str | bytes]) -> None:
         )
 
 
-def key_bytes(key: str | bytes) -> bytes:
+def _key_bytes(key: str | bytes) -> bytes:
     return key.encode("utf-8") if isinstance(key, str) else key
 
 
-def hash_tag(key: bytes) -> bytes:
+def _hash_tag(key: bytes) -> bytes:
     """The part of a key Redis Cluster hashes: the first non-empty {...}, else the whole key."""
     start = key.find(b"{")
     if start >= 0:

@@ -212,9 +212,8 @@ def replay_build(cache_dir: StrPath, digest: str) -> dict[str, Any] | None:
     exactly the files it wrote there (the build directory, and any generated package)."""
     try:
         stamp = _read_sealed(_stamp_path(cache_dir, digest))
-        if not _stamp_shape(stamp):
+        if not isinstance(stamp, dict) or not _stamp_shape(stamp):
             return None
-        assert isinstance(stamp, dict)
         directories: dict[str, dict[str, str]] = stamp["outputs"]
         for directory, expected in directories.items():
             present = read_tree(directory) if os.path.isdir(directory) else {}
@@ -228,9 +227,9 @@ def replay_build(cache_dir: StrPath, digest: str) -> dict[str, Any] | None:
     return dict(stamp)
 
 
-def _stamp_shape(stamp: object) -> bool:
+def _stamp_shape(stamp: dict[Any, Any]) -> bool:
     """Whether a loaded stamp has the fields, of the types, that a replay prints and checks."""
-    if not isinstance(stamp, dict) or stamp.get("format") != _STAMP_FORMAT:
+    if stamp.get("format") != _STAMP_FORMAT:
         return False
     findings, outputs = stamp.get("findings"), stamp.get("outputs")
     return (
