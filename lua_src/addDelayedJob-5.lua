@@ -1,5 +1,6 @@
 --- Adds a job that runs after a delay: to delayed, scored by the time it becomes due.
---- An existing custom id, or a deduplication id still held, adds nothing and answers that job's id.
+--- An existing custom id, or a deduplication id still held, adds nothing and answers that job's
+--- id; an existing custom id with another parent answers -7.
 --- @key delayed  `emq:{q}:delayed`  the delayed set, scored by run-at
 --- @key meta     `emq:{q}:meta`     the queue's meta hash
 --- @key id       `emq:{q}:id`       the counter of generated ids
@@ -15,6 +16,7 @@
 --- @arg delay      int(0..)            milliseconds from now until the job is due
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
+--- @error -7 ParentJobCannotBeReplaced
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
 --- @include "includes/intArg"
@@ -28,9 +30,10 @@ local jobId, name, data, opts, now, dedupId, parentId =
 local delay = intArg(ARGV[8], "delay", 0)
 
 local runAt = nowArg(now) + delay
-local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId, { "delay", delay })
-if id == -5 then
-  return -5
+local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId, parentId,
+  { "delay", delay })
+if not added and type(id) == "number" then
+  return id -- a failure code
 end
 if added then
   redis.call("ZADD", delayedKey, runAt, id)

@@ -1,6 +1,7 @@
 --- Adds a job with a priority: to prioritized, where a lower number runs first and jobs of one
 --- priority run in the order they were added.
---- An existing custom id, or a deduplication id still held, adds nothing and answers that job's id.
+--- An existing custom id, or a deduplication id still held, adds nothing and answers that job's
+--- id; an existing custom id with another parent answers -7.
 --- @key prioritized  `emq:{q}:prioritized`  the prioritized set
 --- @key pc           `emq:{q}:pc`           the counter that orders jobs of one priority
 --- @key meta         `emq:{q}:meta`         the queue's meta hash
@@ -17,6 +18,7 @@
 --- @arg priority   int(1..2097151)     1 (runs first) to 2097151
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
+--- @error -7 ParentJobCannotBeReplaced
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
 --- @include "includes/intArg"
@@ -28,10 +30,10 @@ local jobId, name, data, opts, now, dedupId, parentId =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local priority = intArg(ARGV[8], "priority", 1, 2097151) -- refused before anything else
 
-local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId,
+local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId, parentId,
   { "priority", priority })
-if id == -5 then
-  return -5
+if not added and type(id) == "number" then
+  return id -- a failure code
 end
 if added then
   local paused = redis.call("HEXISTS", metaKey, "paused") == 1

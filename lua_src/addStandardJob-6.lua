@@ -1,5 +1,6 @@
 --- Adds a job that can run now: to wait, or to paused while the queue is paused.
---- An existing custom id, or a deduplication id still held, adds nothing and answers that job's id.
+--- An existing custom id, or a deduplication id still held, adds nothing and answers that job's
+--- id; an existing custom id with another parent answers -7.
 --- @key wait    `emq:{q}:wait`    the wait list
 --- @key paused  `emq:{q}:paused`  the paused list
 --- @key meta    `emq:{q}:meta`    the queue's meta hash
@@ -15,6 +16,7 @@
 --- @arg parent_id  id?                 the id of a parent job in this queue, or ""
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @error -5 ParentJobNotExist
+--- @error -7 ParentJobCannotBeReplaced
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
 --- @include "includes/pushReady"
@@ -24,9 +26,9 @@ local waitKey, pausedKey, metaKey, idKey, eventsKey, markerKey =
 local jobId, name, data, opts, now, dedupId, parentId =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
-local id, added = addJob(idKey, jobId, name, data, opts, now, dedupId, parentId, {})
-if id == -5 then
-  return -5
+local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId, parentId, {})
+if not added and type(id) == "number" then
+  return id -- a failure code
 end
 if added then
   local paused = redis.call("HEXISTS", metaKey, "paused") == 1

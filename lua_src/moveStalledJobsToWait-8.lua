@@ -3,7 +3,8 @@
 --- active job in the stalled set), no heartbeat cleared its mark since, and its lock is gone.
 --- Below the maximum stalled count it goes back to wait (paused while the queue is paused), to the
 --- front of the line, with its count incremented; past it, it fails like any failed job (metrics,
---- removeOnFail, its deduplication id released). Every run is one atomic step, so several
+--- removeOnFail, its deduplication id released, its parent told by its policy as
+--- moveToFinished-14 tells it). Every run is one atomic step, so several
 --- workers may run it.
 --- @key stalled  `emq:{q}:stalled`  the stalled set: the marks of the previous run
 --- @key wait     `emq:{q}:wait`     the wait list
@@ -17,6 +18,7 @@
 --- @arg now          int(0..)  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
 --- @include "includes/applyRetention"
+--- @include "includes/childFailed"
 --- @include "includes/emitEvent"
 --- @include "includes/intArg"
 --- @include "includes/jobOptions"
@@ -39,14 +41,20 @@ for _, jobId in ipairs(redis.call("SMEMBERS", stalledKey)) do
   if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", activeKey, "-1", jobId) == 1 then
     local stalledCount = redis.call("HINCRBY", jobKey, "stc", "1")
     if stalledCount > maxStalled then
-      redis.call("HSET", jobKey, "failedReason", "job stalled more than allowable limit",
-        "finishedOn", nowText)
+      local reason = "job stalled more than allowable limit"
+      local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid")
+      local opts = jobOptions(stored[1])
+      redis.call("HSET", jobKey, "failedReason", reason, "finishedOn", nowText)
       redis.call("ZADD", failedKey, nowText, jobId)
       redis.call("INCR", prefix .. "metrics:failed")
-      releaseDedupId(prefix, jobId, redis.call("HGET", jobKey, "deid"))
+      releaseDedupId(prefix, jobId, stored[3])
       emitEvent(eventsKey, metaKey, "failed", jobId, "prev", "active", "reason", "stalled")
       failed[#failed + 1] = jobId
-      applyRetention(failedKey, prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)
+      applyRetention(failedKey, prefix, jobId, opts.removeOnFail, now)
+      -- Its parent as a failure by moveToFinished-14 would: by the job's policy.
+      if stored[2] then
+        childFailed(prefix .. "waiting-children", jobId, stored[2], opts, reason, nowText)
+      end
     else
       redis.call("RPUSH", paused and pausedKey or waitKey, jobId)
       emitEvent(eventsKey, metaKey, "stalled", jobId)

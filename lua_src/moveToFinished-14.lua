@@ -1,11 +1,13 @@
 --- Completes or fails an active job, and optionally picks the next one up in the same call.
---- Verifies the lock token first, then that the job exists, has no pending children (to complete)
---- and is active. A completion stores the return value; a failure stores the reason and stack
---- trace and, while attempts are left, goes to delayed with a backoff instead of to failed. A
---- finished job is scored by its finish time, counted in the metrics, kept or removed by
---- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child that was
---- its parent's last pending one moves the parent out of waiting-children; a child that fails for
---- good leaves its parent waiting. Re-sent after it landed, the call answers where the job went
+--- Verifies the lock token first, then that the job exists, has no pending and no failed children
+--- (to complete) and is active. A completion stores the return value; a failure stores the reason
+--- and stack trace and, while attempts are left, goes to delayed with a backoff instead of to
+--- failed. A finished job is scored by its finish time, counted in the metrics, kept or removed by
+--- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child's value
+--- goes to its parent, and the last pending one moves the parent out of waiting-children; a child
+--- that fails for good acts on its parent by its policy (failParentOnFailure,
+--- ignoreDependencyOnFailure, removeDependencyOnFailure, continueParentOnFailure; none: the parent
+--- keeps waiting and cannot complete). Re-sent after it landed, the call answers where the job went
 --- and, with fetch_next, the job the first call picked (the one the token holds), if any.
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key active            `emq:{q}:active`            the active list
@@ -42,12 +44,13 @@
 --- @error -3 JobNotInState
 --- @error -4 JobPendingChildren
 --- @error -6 JobLockMismatch
+--- @error -9 JobHasFailedChildren
 --- @include "includes/applyRetention"
 --- @include "includes/backoffDelay"
 --- @include "includes/checkLock"
+--- @include "includes/childFailed"
 --- @include "includes/digitsArg"
 --- @include "includes/emitEvent"
---- @include "includes/enqueueReadyJob"
 --- @include "includes/enumArg"
 --- @include "includes/fractionArg"
 --- @include "includes/heldJob"
@@ -59,6 +62,7 @@
 --- @include "includes/queuePrefix"
 --- @include "includes/recordFinish"
 --- @include "includes/releaseDedupId"
+--- @include "includes/releaseParent"
 --- @include "includes/signalWork"
 --- @include "includes/tokenArg"
 
@@ -103,9 +107,13 @@ local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm", "
 if not stored[4] then
   return -1
 end
-if outcome == "completed" and stored[5]
-    and redis.call("SCARD", jobKey .. ":dependencies") > 0 then
-  return -4
+if outcome == "completed" and stored[5] then
+  if redis.call("SCARD", jobKey .. ":dependencies") > 0 then
+    return -4
+  end
+  if redis.call("EXISTS", jobKey .. ":unsuccessful") == 1 then
+    return -9
+  end
 end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
@@ -127,20 +135,6 @@ if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
 else
   if outcome == "completed" then
     redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", result, "finishedOn", nowText)
-    -- Releasing the parent: a completed child's value goes to the parent, and the last pending
-    -- one releases it. A parent that retention removed has no :dependencies any more, so SREM
-    -- finds nothing to do. (Written out here, not as a local function: a closure over this
-    -- many of the script's locals costs the server more, on every call, than its work.)
-    if parentKey and redis.call("SREM", parentKey .. ":dependencies", jobKey) == 1 then
-      redis.call("HSET", parentKey .. ":processed", jobKey, result)
-      local parentId = string.sub(parentKey, #prefix + 1)
-      if redis.call("SCARD", parentKey .. ":dependencies") == 0
-        and redis.call("ZREM", waitingChildrenKey, parentId) == 1 then
-        enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, parentId,
-          redis.call("HEXISTS", metaKey, "paused") == 1)
-        emitEvent(eventsKey, metaKey, "waiting", parentId, "prev", "waiting-children")
-      end
-    end
   else
     redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace",
       stacktrace, "finishedOn", nowText)
@@ -154,6 +148,18 @@ else
     rule = opts.removeOnComplete
   end
   applyRetention(finishedKey, prefix, jobId, rule, now)
+  -- Then the parent, so that its events follow the child's. A completed child's value goes to
+  -- the parent's :processed and the last one releases it; a failed one's policy decides
+  -- (childFailed). A parent that retention removed has no :dependencies any more: SREM finds
+  -- nothing to do, and nothing is written to it.
+  if parentKey then
+    if outcome == "failed" then
+      childFailed(waitingChildrenKey, jobId, parentKey, opts, result, nowText)
+    elseif redis.call("SREM", parentKey .. ":dependencies", jobKey) == 1 then
+      redis.call("HSET", parentKey .. ":processed", jobKey, result)
+      releaseParent(waitingChildrenKey, string.sub(parentKey, #prefix + 1), true)
+    end
+  end
 end
 local nextJob = { "", {}, 0 }
 if fetchNext then

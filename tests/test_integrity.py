@@ -32,9 +32,14 @@ ADDS: dict[str, tuple[Callable[..., Any], Callable[[str], Any], list[str]]] = {
     "addStandardJob": (g.add_standard_job, g.add_standard_job_keys, []),
     "addDelayedJob": (g.add_delayed_job, g.add_delayed_job_keys, ["10"]),
     "addPrioritizedJob": (g.add_prioritized_job, g.add_prioritized_job_keys, ["1"]),
-    "addParentJob": (g.add_parent_job, g.add_parent_job_keys, []),
+    "addParentJob": (g.add_parent_job, g.add_parent_job_keys, ["0"]),
 }
-EXTRA = {"addStandardJob": {}, "addDelayedJob": {"delay": 10}, "addPrioritizedJob": {"priority": 1}}
+EXTRA = {
+    "addStandardJob": {},
+    "addDelayedJob": {"delay": 10},
+    "addPrioritizedJob": {"priority": 1},
+    "addParentJob": {"priority": 0},
+}
 
 
 def nowhere() -> redis.Redis:

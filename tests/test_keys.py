@@ -32,7 +32,7 @@ BY_QUEUE = [
     keys.priority_counter,
     keys.marker,
 ]
-BY_JOB = [keys.job, keys.lock, keys.dependencies, keys.processed]
+BY_JOB = [keys.job, keys.lock, keys.dependencies, keys.processed, keys.ignored, keys.unsuccessful]
 
 
 def every_key(queue: str, job_id: str) -> set[str]:
@@ -65,6 +65,8 @@ def test_each_key_of_a_queue() -> None:
         "emq:{mail}:7:lock",
         "emq:{mail}:7:dependencies",
         "emq:{mail}:7:processed",
+        "emq:{mail}:7:failed",
+        "emq:{mail}:7:unsuccessful",
     ]
     assert keys.metrics("mail", "failed") == "emq:{mail}:metrics:failed"
     assert keys.dedup("mail", "order-1") == "emq:{mail}:de:order-1"

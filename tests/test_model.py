@@ -38,7 +38,7 @@ from hypothesis.stateful import (
 from echomq_scripts import generated as g
 from echomq_scripts.runtime import ArgumentError, LuaError, ScriptFailed, keys
 from tests.support.invariants import HOSTILE_IDS, NOW, assert_one_state, text
-from tests.support.protocol_model import Event, Job, QueueModel
+from tests.support.protocol_model import POLICIES, CycleRefused, Event, Job, QueueModel
 
 QUEUE = "model"
 LOCK_MS = 60_000
@@ -78,6 +78,12 @@ def job_options(draw: st.DrawFn) -> dict[str, Any]:
         rule = draw(st.sampled_from([*RETENTION_RULES, None, None]))
         if rule is not None:
             opts[option] = rule
+    # A child's policy for its parent, or none (BullMQ's default); false reads as none.
+    policy = draw(st.sampled_from([None, None, *POLICIES]))
+    if policy is not None:
+        opts[policy] = True
+    elif draw(st.booleans()):
+        opts[draw(st.sampled_from(POLICIES))] = False
     return opts
 
 
@@ -181,11 +187,17 @@ class QueueMachine(RuleBasedStateMachine):
         data: st.DataObject,
     ) -> None:
         if parent == "existing":
-            # A parent in any state: a waiting parent most of all, so that flows complete.
-            waiting = sorted(self.model.waiting_children)
-            others = sorted(self.model.jobs)
-            prefer_waiting: bool = data.draw(st.booleans(), label="a waiting parent")
-            pool = waiting if waiting and prefer_waiting else others
+            # A parent in any state: a waiting parent most of all, so that flows complete, and an
+            # active one, whose worker adds children as it runs.
+            pools = {
+                "waiting": sorted(self.model.waiting_children),
+                "active": self.active_jobs(),
+                "any": sorted(self.model.jobs),
+            }
+            which = data.draw(
+                st.sampled_from(["waiting", "waiting", "active", "any"]), label="pool"
+            )
+            pool = pools[which] or pools["any"]
             parent = data.draw(st.sampled_from(pool)) if pool else ""
         common: dict[str, Any] = {
             "job_id": custom,
@@ -195,23 +207,44 @@ class QueueMachine(RuleBasedStateMachine):
             "parent_id": parent,
         }
         wire = {**common, "data": "{}", "opts": opts}
-        model_args = {**common, "opts": opts}
+        self.add_one(kind, wire, {**common, "opts": opts}, delay, priority, data)
+
+    def add_one(
+        self,
+        kind: str,
+        wire: dict[str, Any],
+        model_args: dict[str, Any],
+        delay: int,
+        priority: int,
+        data: st.DataObject,
+    ) -> None:
+        """One add through its wrapper and on the model; a cycle is refused by both."""
+        send: Callable[[], Any]
+        expect: Callable[[], Any]
         if kind == "standard":
-            got = call(lambda: g.add_standard_job(self.r, queue=QUEUE, **wire))
-            want = self.model.add_standard(**model_args)
+            send = lambda: g.add_standard_job(self.r, queue=QUEUE, **wire)  # noqa: E731
+            expect = lambda: self.model.add_standard(**model_args)  # noqa: E731
         elif kind == "delayed":
-            got = call(lambda: g.add_delayed_job(self.r, queue=QUEUE, delay=delay, **wire))
-            want = self.model.add_delayed(delay, **model_args)
+            send = lambda: g.add_delayed_job(self.r, queue=QUEUE, delay=delay, **wire)  # noqa: E731
+            expect = lambda: self.model.add_delayed(delay, **model_args)  # noqa: E731
         elif kind == "prioritized":
-            got = call(
-                lambda: g.add_prioritized_job(self.r, queue=QUEUE, priority=priority, **wire)
+            send = lambda: g.add_prioritized_job(  # noqa: E731
+                self.r, queue=QUEUE, priority=priority, **wire
             )
-            want = self.model.add_prioritized(priority, **model_args)
+            expect = lambda: self.model.add_prioritized(priority, **model_args)  # noqa: E731
         else:
-            got = call(lambda: g.add_parent_job(self.r, queue=QUEUE, **wire))
-            want = self.model.add_parent(**model_args)
-        assert got == want
+            prio = data.draw(st.sampled_from([0, 0, priority]), label="the parent's priority")
+            send = lambda: g.add_parent_job(self.r, queue=QUEUE, priority=prio, **wire)  # noqa: E731
+            expect = lambda: self.model.add_parent(prio, **model_args)  # noqa: E731
         self.last = None
+        try:
+            want = expect()
+        except CycleRefused:
+            # An existing job named as a child of its own descendant: refused before any write.
+            with pytest.raises(LuaError, match="its own descendant"):
+                send()
+            return
+        assert call(send) == want
 
     @rule(data=st.data(), kind=st.sampled_from(["standard", "delayed", "prioritized", "parent"]))
     def add_a_child(self, data: st.DataObject, kind: str) -> None:
@@ -372,6 +405,83 @@ class QueueMachine(RuleBasedStateMachine):
         assert got == model()
         self.remember(again, got, model, "retry")
 
+    @precondition(lambda self: self.model.active)
+    @rule(data=st.data(), own_token=st.sampled_from([True] * 5 + [False]), one=st.booleans())
+    def wait_for_children(self, data: st.DataObject, own_token: bool, one: bool) -> None:
+        """An active job adds a child (most of the time) and hands itself over until its
+        children are done (moveToWaitingChildren-7)."""
+        job_id = data.draw(st.sampled_from(self.active_jobs()))
+        if data.draw(st.sampled_from([True, True, False]), label="adds a child first"):
+            kind = data.draw(st.sampled_from(["standard", "delayed", "prioritized"]))
+            wire = self.child_of(job_id, data.draw(job_options()))
+            model_args = {k: v for k, v in wire.items() if k != "data"}
+            self.add_one(kind, wire, model_args, 5, 2, data)
+        holder = self.model.jobs[job_id].lock if job_id in self.model.jobs else None
+        token = holder if own_token and holder is not None else self.new_token()
+        pending = sorted(self.model.jobs[job_id].pending) if job_id in self.model.jobs else []
+        child = data.draw(st.sampled_from(pending)) if one and pending else ""
+        now = self.now
+
+        def again() -> Any:
+            return call(
+                lambda: g.move_to_waiting_children(
+                    self.r, queue=QUEUE, job_id=job_id, token=token, now=now, child_id=child
+                )
+            )
+
+        def model() -> Any:
+            return self.model.move_to_waiting_children(job_id, token, now, child)
+
+        got = again()
+        assert got == model()
+        self.remember(again, got, model, "plain")
+
+    def child_of(self, parent_id: str, opts: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "job_id": "",
+            "name": "nc",
+            "data": "{}",
+            "opts": opts,
+            "now": self.now,
+            "dedup_id": "",
+            "parent_id": parent_id,
+        }
+
+    @precondition(lambda self: self.model.jobs)
+    @rule(data=st.data())
+    def read_a_flow(self, data: st.DataObject) -> None:
+        """getDependencyCounts-4 and getDependencies-4 of a parent (or any job, or none)."""
+        parents = sorted(j for j, job in self.model.jobs.items() if job.deps)
+        job_id = data.draw(st.sampled_from(parents or sorted(self.model.jobs)))
+        if data.draw(st.integers(0, 9)) == 0:
+            job_id = "ghost"
+        got = call(lambda: g.get_dependency_counts(self.r, queue=QUEUE, job_id=job_id))
+        assert got == self.model.get_dependency_counts(job_id)
+        read = call(lambda: g.get_dependencies(self.r, queue=QUEUE, job_id=job_id))
+        assert read == self.model.get_dependencies(job_id)
+        self.last = None
+
+    @precondition(lambda self: any(j.parent or j.deps for j in self.model.jobs.values()))
+    @rule(data=st.data(), what=st.sampled_from(["dependency"] * 3 + ["unprocessed"]))
+    def edit_a_flow(self, data: st.DataObject, what: str) -> None:
+        """removeChildDependency-2 on a child, or removeUnprocessedChildren-12 on a parent: one
+        rule, drawn less often than the worker's steps, so that most flows run to their end."""
+        if what == "dependency":
+            children = sorted(j for j, job in self.model.jobs.items() if job.parent)
+            if children:
+                job_id = data.draw(st.sampled_from(children))
+                got = call(lambda: g.remove_child_dependency(self.r, queue=QUEUE, job_id=job_id))
+                assert got == self.model.remove_child_dependency(job_id)
+        else:
+            parents = sorted(j for j, job in self.model.jobs.items() if job.deps)
+            if parents:
+                job_id = data.draw(st.sampled_from(parents))
+                got = call(
+                    lambda: g.remove_unprocessed_children(self.r, queue=QUEUE, job_id=job_id)
+                )
+                assert got == self.model.remove_unprocessed_children(job_id)
+        self.last = None
+
     @precondition(lambda self: self.last is not None)
     @rule()
     def the_last_call_sent_again(self) -> None:
@@ -506,6 +616,8 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
         pipe.get(keys.lock(QUEUE, job_id))
         pipe.smembers(keys.dependencies(QUEUE, job_id))
         pipe.hgetall(keys.processed(QUEUE, job_id))
+        pipe.hgetall(keys.ignored(QUEUE, job_id))
+        pipe.zrange(keys.unsuccessful(QUEUE, job_id), 0, -1, withscores=True)
     replies = iter(pipe.execute())
     names = {text(n)[len(prefix) :] for n in next(replies)}
     wait, paused, active = ([text(v) for v in next(replies)] for _ in range(3))
@@ -535,12 +647,18 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
     check_marker(dict(next(replies)), model)
     assert (next(replies) is not None) == model.paused
     for job_id in job_ids:
-        check_job(model.jobs[job_id], next(replies), next(replies), next(replies), next(replies))
+        check_job(model.jobs[job_id], *(next(replies) for _ in range(6)))
     check_no_orphans(r, names, model)
 
 
 def check_job(
-    job: Job, fields: dict[bytes, bytes], lock: bytes | None, deps: Any, done: Any
+    job: Job,
+    fields: dict[bytes, bytes],
+    lock: bytes | None,
+    deps: Any,
+    done: Any,
+    ignored: Any,
+    unsuccessful: Any,
 ) -> None:
     stored = {text(k): text(v) for k, v in fields.items()}
     want = {
@@ -569,6 +687,12 @@ def check_job(
     assert {text(m) for m in deps} == {keys.job(QUEUE, c) for c in job.pending}
     assert {text(k): text(v) for k, v in done.items()} == {
         keys.job(QUEUE, c): v for c, v in job.processed.items()
+    }
+    assert {text(k): text(v) for k, v in ignored.items()} == {
+        keys.job(QUEUE, c): v for c, v in job.ignored.items()
+    }
+    assert {text(m): s for m, s in unsuccessful} == {
+        keys.job(QUEUE, c): t for c, t in job.unsuccessful.items()
     }
 
 
@@ -609,6 +733,10 @@ def check_no_orphans(r: redis.Redis, names: set[str], model: QueueModel) -> None
             assert jobs[job_id].pending, f"dependencies of a job that has none pending: {name}"
         elif part == "processed":
             assert jobs[job_id].processed, name
+        elif part == "failed":
+            assert jobs[job_id].ignored, name
+        elif part == "unsuccessful":
+            assert jobs[job_id].unsuccessful, name
         else:
             assert part == "", f"a key the protocol does not have: {name}"
     pipe = r.pipeline(transaction=False)

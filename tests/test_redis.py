@@ -42,12 +42,17 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "addStandardJob-6": [b"1", 1],
     "extendLock-2": -2,
     "getCounts-8": [0] * 8,
+    "getDependencies-4": -1,
+    "getDependencyCounts-4": -1,
     "getJobState-8": b"unknown",
     "moveStalledJobsToWait-8": [[], []],
     "moveToActive-11": [b"", [], 0],
     "moveToDelayed-8": -2,
     "moveToFinished-14": -2,
+    "moveToWaitingChildren-7": -2,
     "pause-5": 1,
+    "removeChildDependency-2": -1,
+    "removeUnprocessedChildren-12": -1,
 }
 
 
@@ -72,8 +77,9 @@ def test_script_load_returns_the_manifest_sha1_and_evalsha_runs(
     body = (out / entry["file"]).read_bytes()
     assert r.script_load(body) == entry["sha1"]
     args = [NAMED_SAMPLES.get(a["name"], ARG_SAMPLES[a["type"]]) for a in entry["argv"]]
-    if script_id in ("getJobState-8", "extendLock-2", "moveToDelayed-8", "moveToFinished-14"):
-        args[[a["name"] for a in entry["argv"]].index("job_id")] = "7"  # a job, not a new id
+    names = [a["name"] for a in entry["argv"]]
+    if "job_id" in names and not script_id.startswith("add"):
+        args[names.index("job_id")] = "7"  # a job, not a new id
     values = {a["name"]: value for a, value in zip(entry["argv"], args, strict=True)}
     call_keys = [re.sub(r"<(\w+)>", lambda m: values[m[1]], k["template"]) for k in entry["keys"]]
     reply = r.evalsha(entry["sha1"], entry["numKeys"], *call_keys, *args)

@@ -45,9 +45,9 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="b867ad675a52bf07048951874e66f40a5c6f0dad",
+        sha1="295c71c1357ce5d69b3d271bd8fb5ba5070f1905",
         returns="tuple[string, int]",
-        codes=(-5,),
+        codes=(-5, -7),
         package="echomq_scripts.generated",
         templates=(
             "emq:{q}:delayed",
@@ -123,7 +123,7 @@ def add_delayed_job(
     """Adds a job that runs after a delay: to delayed, scored by the time it becomes due.
 
     An existing custom id, or a deduplication id still held, adds nothing and answers that
-    job's id.
+    job's id; an existing custom id with another parent answers -7.
 
     Args:
         job_id (id?): a custom id, or "" to generate one
@@ -140,6 +140,7 @@ def add_delayed_job(
 
     Raises:
         ParentJobNotExist: the script returned -5.
+        ParentJobCannotBeReplaced: the script returned -7.
     """
     _keys, _args = _add_delayed_job_call(
         queue,
@@ -237,9 +238,9 @@ _ADD_PARENT_JOB = Script(
         name="addParentJob",
         script_id="addParentJob-4",
         num_keys=4,
-        sha1="565875441425d598769b30bc22b6d9874fee0cd5",
+        sha1="ffee4320719b12a25593870e5e7933c7f562ab0c",
         returns="tuple[string, int]",
-        codes=(-5,),
+        codes=(-5, -7),
         package="echomq_scripts.generated",
         templates=(
             "emq:{q}:waiting-children",
@@ -270,6 +271,7 @@ def _add_parent_job_call(
     now: int,
     dedup_id: str,
     parent_id: str,
+    priority: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addParentJob-4"
     _encoded: list[bytes] = [
@@ -280,6 +282,7 @@ def _add_parent_job_call(
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
         runtime.id_arg(_script, "parent_id", parent_id, optional=True),
+        runtime.int_arg(_script, "priority", priority, low=0, high=2097151),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -305,14 +308,17 @@ def add_parent_job(
     now: int,
     dedup_id: str,
     parent_id: str,
+    priority: int,
     queue: str | None = None,
     keys: AddParentJobKeys | None = None,
 ) -> tuple[str, int]:
-    """Adds a parent job: to waiting-children, where it stays until the last child added with
-    it as
+    """Adds a parent job: to waiting-children, where it stays until its children are done. The
 
-    parent_id completes. An existing custom id, or a deduplication id still held, adds
-    nothing and answers that job's id.
+    children are added after it, naming it as their parent_id; the last one to complete (or
+    to fail under a policy that lets the parent go on) moves it to prioritized when it has a
+    priority, else to wait, or paused while the queue is paused. An existing custom id, or a
+    deduplication id still held, adds nothing and answers that job's id; an existing custom
+    id with another parent answers -7.
 
     Args:
         job_id (id?): a custom id, or "" to generate one
@@ -322,12 +328,14 @@ def add_parent_job(
         now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
         parent_id (id?): the id of a parent job in this queue, or ""
+        priority (int(0..2097151)): the priority it runs with once released (0: none)
 
     Returns:
         tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
 
     Raises:
         ParentJobNotExist: the script returned -5.
+        ParentJobCannotBeReplaced: the script returned -7.
     """
     _keys, _args = _add_parent_job_call(
         queue,
@@ -339,6 +347,7 @@ def add_parent_job(
         now,
         dedup_id,
         parent_id,
+        priority,
     )
     _reply = _ADD_PARENT_JOB.run(client, _keys, _args)
     return cast(tuple[str, int], _ADD_PARENT_JOB.result(_reply, job_id))
@@ -354,6 +363,7 @@ async def add_parent_job_async(
     now: int,
     dedup_id: str,
     parent_id: str,
+    priority: int,
     queue: str | None = None,
     keys: AddParentJobKeys | None = None,
 ) -> tuple[str, int]:
@@ -368,6 +378,7 @@ async def add_parent_job_async(
         now,
         dedup_id,
         parent_id,
+        priority,
     )
     _reply = await _ADD_PARENT_JOB.run_async(client, _keys, _args)
     return cast(tuple[str, int], _ADD_PARENT_JOB.result(_reply, job_id))
@@ -383,6 +394,7 @@ def add_parent_job_pipeline(
     now: int,
     dedup_id: str,
     parent_id: str,
+    priority: int,
     queue: str | None = None,
     keys: AddParentJobKeys | None = None,
 ) -> Pending[tuple[str, int]]:
@@ -397,6 +409,7 @@ def add_parent_job_pipeline(
         now,
         dedup_id,
         parent_id,
+        priority,
     )
     _index = _ADD_PARENT_JOB.add_to_pipeline(pipe, _keys, _args)
     return Pending(_ADD_PARENT_JOB, _index, job_id)
@@ -424,9 +437,9 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="c68f8b1938451a58164856ae2b3a5bf452237156",
+        sha1="6bd0b9dd515f205809177f6097b50d1b92f9eb25",
         returns="tuple[string, int]",
-        codes=(-5,),
+        codes=(-5, -7),
         package="echomq_scripts.generated",
         templates=(
             "emq:{q}:prioritized",
@@ -504,7 +517,8 @@ def add_prioritized_job(
     one
 
     priority run in the order they were added. An existing custom id, or a deduplication id
-    still held, adds nothing and answers that job's id.
+    still held, adds nothing and answers that job's id; an existing custom id with another
+    parent answers -7.
 
     Args:
         job_id (id?): a custom id, or "" to generate one
@@ -521,6 +535,7 @@ def add_prioritized_job(
 
     Raises:
         ParentJobNotExist: the script returned -5.
+        ParentJobCannotBeReplaced: the script returned -7.
     """
     _keys, _args = _add_prioritized_job_call(
         queue,
@@ -622,9 +637,9 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="70f7e8bd4cf4bcc75f22a391a996942f5cbbd587",
+        sha1="c1d635daf4faf97f4a9244af2949a79ad3bc3efe",
         returns="tuple[string, int]",
-        codes=(-5,),
+        codes=(-5, -7),
         package="echomq_scripts.generated",
         templates=(
             "emq:{q}:wait",
@@ -698,7 +713,7 @@ def add_standard_job(
     """Adds a job that can run now: to wait, or to paused while the queue is paused.
 
     An existing custom id, or a deduplication id still held, adds nothing and answers that
-    job's id.
+    job's id; an existing custom id with another parent answers -7.
 
     Args:
         job_id (id?): a custom id, or "" to generate one
@@ -714,6 +729,7 @@ def add_standard_job(
 
     Raises:
         ParentJobNotExist: the script returned -5.
+        ParentJobCannotBeReplaced: the script returned -7.
     """
     _keys, _args = _add_standard_job_call(
         queue,
@@ -1065,6 +1081,301 @@ def get_counts_pipeline(
     return Pending(_GET_COUNTS, _index, None)
 
 
+class GetDependenciesKeys(NamedTuple):
+    """The keys of getDependencies-4, in KEYS order."""
+
+    processed: str
+    """Completed children and their values (emq:{q}:<job_id>:processed)"""
+    dependencies: str
+    """Pending children (emq:{q}:<job_id>:dependencies)"""
+    failed: str
+    """Ignored children and their reasons (emq:{q}:<job_id>:failed)"""
+    unsuccessful: str
+    """Failed children (emq:{q}:<job_id>:unsuccessful)"""
+
+
+_GET_DEPENDENCIES = Script(
+    ScriptSpec(
+        name="getDependencies",
+        script_id="getDependencies-4",
+        num_keys=4,
+        sha1="5c72e18cac353ce65ac289ff0624f0af321ea22e",
+        returns="tuple[hash, list[string], hash, list[string]]",
+        codes=(-1,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:<job_id>:processed",
+            "emq:{q}:<job_id>:dependencies",
+            "emq:{q}:<job_id>:failed",
+            "emq:{q}:<job_id>:unsuccessful",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def get_dependencies_keys(
+    queue: str,
+    job_id: str,
+) -> GetDependenciesKeys:
+    """The keys of getDependencies-4 for `queue` and the ids they name."""
+    _script = "getDependencies-4"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _GET_DEPENDENCIES.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return GetDependenciesKeys(*_built)
+
+
+def _get_dependencies_call(
+    queue: str | None,
+    keys: GetDependenciesKeys | None,
+    job_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getDependencies-4"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_DEPENDENCIES.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 4)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_dependencies(
+    client: SyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: GetDependenciesKeys | None = None,
+) -> tuple[dict[str, str], list[str], dict[str, str], list[str]]:
+    """Reads a parent's children by what became of them: the completed ones with their return
+    values
+
+    (processed), the pending ones (unprocessed), the ones that failed under
+    ignoreDependencyOnFailure or continueParentOnFailure with their failure reasons
+    (ignored), and the ones that failed under failParentOnFailure or no policy, oldest
+    failure first (failed). Children are named by their job keys (emq:{q}:<id>), as the
+    parent's keys hold them. It only reads.
+
+    Args:
+        job_id (id): the parent's id
+
+    Returns:
+        tuple[hash, list[string], hash, list[string]]: processed, unprocessed, ignored and
+        failed
+
+    Raises:
+        JobNotExist: the script returned -1.
+    """
+    _keys, _args = _get_dependencies_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = _GET_DEPENDENCIES.run(client, _keys, _args)
+    return cast(
+        tuple[dict[str, str], list[str], dict[str, str], list[str]],
+        _GET_DEPENDENCIES.result(_reply, job_id),
+    )
+
+
+async def get_dependencies_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: GetDependenciesKeys | None = None,
+) -> tuple[dict[str, str], list[str], dict[str, str], list[str]]:
+    """`get_dependencies` for redis.asyncio clients."""
+    _keys, _args = _get_dependencies_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = await _GET_DEPENDENCIES.run_async(client, _keys, _args)
+    return cast(
+        tuple[dict[str, str], list[str], dict[str, str], list[str]],
+        _GET_DEPENDENCIES.result(_reply, job_id),
+    )
+
+
+def get_dependencies_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: GetDependenciesKeys | None = None,
+) -> Pending[tuple[dict[str, str], list[str], dict[str, str], list[str]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_dependencies_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _index = _GET_DEPENDENCIES.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_DEPENDENCIES, _index, job_id)
+
+
+class GetDependencyCountsKeys(NamedTuple):
+    """The keys of getDependencyCounts-4, in KEYS order."""
+
+    processed: str
+    """Completed children and their values (emq:{q}:<job_id>:processed)"""
+    dependencies: str
+    """Pending children (emq:{q}:<job_id>:dependencies)"""
+    failed: str
+    """Ignored children and their reasons (emq:{q}:<job_id>:failed)"""
+    unsuccessful: str
+    """Failed children (emq:{q}:<job_id>:unsuccessful)"""
+
+
+_GET_DEPENDENCY_COUNTS = Script(
+    ScriptSpec(
+        name="getDependencyCounts",
+        script_id="getDependencyCounts-4",
+        num_keys=4,
+        sha1="1eacef38f7b32f37a2bad3a0db0607836cac1d84",
+        returns="tuple[int, int, int, int]",
+        codes=(-1,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:<job_id>:processed",
+            "emq:{q}:<job_id>:dependencies",
+            "emq:{q}:<job_id>:failed",
+            "emq:{q}:<job_id>:unsuccessful",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def get_dependency_counts_keys(
+    queue: str,
+    job_id: str,
+) -> GetDependencyCountsKeys:
+    """The keys of getDependencyCounts-4 for `queue` and the ids they name."""
+    _script = "getDependencyCounts-4"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _GET_DEPENDENCY_COUNTS.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return GetDependencyCountsKeys(*_built)
+
+
+def _get_dependency_counts_call(
+    queue: str | None,
+    keys: GetDependencyCountsKeys | None,
+    job_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getDependencyCounts-4"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_DEPENDENCY_COUNTS.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 4)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_dependency_counts(
+    client: SyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: GetDependencyCountsKeys | None = None,
+) -> tuple[int, int, int, int]:
+    """Counts a parent's children by what became of them: completed (processed), pending
+
+    (unprocessed), failed under ignoreDependencyOnFailure or continueParentOnFailure
+    (ignored), and failed under failParentOnFailure or no policy (failed). It only reads.
+
+    Args:
+        job_id (id): the parent's id
+
+    Returns:
+        tuple[int, int, int, int]: processed, unprocessed, ignored and failed
+
+    Raises:
+        JobNotExist: the script returned -1.
+    """
+    _keys, _args = _get_dependency_counts_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = _GET_DEPENDENCY_COUNTS.run(client, _keys, _args)
+    return cast(tuple[int, int, int, int], _GET_DEPENDENCY_COUNTS.result(_reply, job_id))
+
+
+async def get_dependency_counts_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: GetDependencyCountsKeys | None = None,
+) -> tuple[int, int, int, int]:
+    """`get_dependency_counts` for redis.asyncio clients."""
+    _keys, _args = _get_dependency_counts_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = await _GET_DEPENDENCY_COUNTS.run_async(client, _keys, _args)
+    return cast(tuple[int, int, int, int], _GET_DEPENDENCY_COUNTS.result(_reply, job_id))
+
+
+def get_dependency_counts_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: GetDependencyCountsKeys | None = None,
+) -> Pending[tuple[int, int, int, int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_dependency_counts_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _index = _GET_DEPENDENCY_COUNTS.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_DEPENDENCY_COUNTS, _index, job_id)
+
+
 class GetJobStateKeys(NamedTuple):
     """The keys of getJobState-8, in KEYS order."""
 
@@ -1225,7 +1536,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="7ceb778ede2642d5f73fdd25c48ccd8b7190f0ac",
+        sha1="6abaa4fc3b95b4026b44df6a06306194f6394808",
         returns="tuple[list[string], list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1291,8 +1602,9 @@ def move_stalled_jobs_to_wait(
     every active job in the stalled set), no heartbeat cleared its mark since, and its lock
     is gone. Below the maximum stalled count it goes back to wait (paused while the queue is
     paused), to the front of the line, with its count incremented; past it, it fails like
-    any failed job (metrics, removeOnFail, its deduplication id released). Every run is one
-    atomic step, so several workers may run it.
+    any failed job (metrics, removeOnFail, its deduplication id released, its parent told by
+    its policy as moveToFinished-14 tells it). Every run is one atomic step, so several
+    workers may run it.
 
     Args:
         max_stalled (int(0..)): how often a job may stall before it fails
@@ -1784,9 +2096,9 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="be7037ff064bd8be2421e85cdb933c172cfe05b4",
+        sha1="2a797a7d70396480ff367b8cc2c728821c49899f",
         returns="tuple[string, string, hash, int]",
-        codes=(-1, -2, -3, -4, -6),
+        codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
         templates=(
             "emq:{q}:wait",
@@ -1896,15 +2208,17 @@ def move_to_finished(
 ) -> tuple[str, str, dict[str, str], int]:
     """Completes or fails an active job, and optionally picks the next one up in the same call.
 
-    Verifies the lock token first, then that the job exists, has no pending children (to
-    complete) and is active. A completion stores the return value; a failure stores the
-    reason and stack trace and, while attempts are left, goes to delayed with a backoff
-    instead of to failed. A finished job is scored by its finish time, counted in the
-    metrics, kept or removed by removeOnComplete / removeOnFail, and releases its
-    deduplication id. A completed child that was its parent's last pending one moves the
-    parent out of waiting-children; a child that fails for good leaves its parent waiting.
-    Re-sent after it landed, the call answers where the job went and, with fetch_next, the
-    job the first call picked (the one the token holds), if any.
+    Verifies the lock token first, then that the job exists, has no pending and no failed
+    children (to complete) and is active. A completion stores the return value; a failure
+    stores the reason and stack trace and, while attempts are left, goes to delayed with a
+    backoff instead of to failed. A finished job is scored by its finish time, counted in
+    the metrics, kept or removed by removeOnComplete / removeOnFail, and releases its
+    deduplication id. A completed child's value goes to its parent, and the last pending one
+    moves the parent out of waiting-children; a child that fails for good acts on its parent
+    by its policy (failParentOnFailure, ignoreDependencyOnFailure,
+    removeDependencyOnFailure, continueParentOnFailure; none: the parent keeps waiting and
+    cannot complete). Re-sent after it landed, the call answers where the job went and, with
+    fetch_next, the job the first call picked (the one the token holds), if any.
 
     Args:
         job_id (id): the job's id
@@ -1930,6 +2244,7 @@ def move_to_finished(
         JobNotInState: the script returned -3.
         JobPendingChildren: the script returned -4.
         JobLockMismatch: the script returned -6.
+        JobHasFailedChildren: the script returned -9.
     """
     _keys, _args = _move_to_finished_call(
         queue,
@@ -2027,6 +2342,193 @@ def move_to_finished_pipeline(
     )
     _index = _MOVE_TO_FINISHED.add_to_pipeline(pipe, _keys, _args)
     return Pending(_MOVE_TO_FINISHED, _index, job_id)
+
+
+class MoveToWaitingChildrenKeys(NamedTuple):
+    """The keys of moveToWaitingChildren-7, in KEYS order."""
+
+    active: str
+    """The active list (emq:{q}:active)"""
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+    stalled: str
+    """The stalled set (emq:{q}:stalled)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+    lock: str
+    """The job's lock (emq:{q}:<job_id>:lock)"""
+
+
+_MOVE_TO_WAITING_CHILDREN = Script(
+    ScriptSpec(
+        name="moveToWaitingChildren",
+        script_id="moveToWaitingChildren-7",
+        num_keys=7,
+        sha1="76319ca634f00802b2cd29a599ace3bce4f19e00",
+        returns="int",
+        codes=(-1, -2, -3, -6, -9),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:active",
+            "emq:{q}:waiting-children",
+            "emq:{q}:stalled",
+            "emq:{q}:events",
+            "emq:{q}:meta",
+            "emq:{q}:<job_id>",
+            "emq:{q}:<job_id>:lock",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def move_to_waiting_children_keys(
+    queue: str,
+    job_id: str,
+) -> MoveToWaitingChildrenKeys:
+    """The keys of moveToWaitingChildren-7 for `queue` and the ids they name."""
+    _script = "moveToWaitingChildren-7"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _MOVE_TO_WAITING_CHILDREN.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return MoveToWaitingChildrenKeys(*_built)
+
+
+def _move_to_waiting_children_call(
+    queue: str | None,
+    keys: MoveToWaitingChildrenKeys | None,
+    job_id: str,
+    token: str,
+    now: int,
+    child_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "moveToWaitingChildren-7"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "token", token, "non-empty"),
+        runtime.int_arg(_script, "now", now, low=0),
+        runtime.id_arg(_script, "child_id", child_id, optional=True),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _MOVE_TO_WAITING_CHILDREN.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 7)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def move_to_waiting_children(
+    client: SyncClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    child_id: str,
+    queue: str | None = None,
+    keys: MoveToWaitingChildrenKeys | None = None,
+) -> int:
+    """Moves an active job to waiting-children while it has pending children: a worker whose
+    job
+
+    added children (naming it as their parent_id) hands the job over until they are done;
+    the last one moves it back to where a ready job goes, and a worker picks it up again.
+    Verifies the lock token first, then that the job exists and has no failed child (-9).
+    With child_id, only that child being pending counts. Nothing pending: the job stays
+    active, with its lock. Re-sent after it landed, the call answers 1 again.
+
+    Args:
+        job_id (id): the job's id
+        token (string(non-empty)): the worker's lock token
+        now (int(0..)): the caller's clock, in milliseconds
+        child_id (id?): one child to wait for, or "" for any pending child
+
+    Returns:
+        int: 1 when the job moved to waiting-children, 0 when nothing is pending (it stays
+        active)
+
+    Raises:
+        JobNotExist: the script returned -1.
+        JobLockNotExist: the script returned -2.
+        JobNotInState: the script returned -3.
+        JobLockMismatch: the script returned -6.
+        JobHasFailedChildren: the script returned -9.
+    """
+    _keys, _args = _move_to_waiting_children_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        child_id,
+    )
+    _reply = _MOVE_TO_WAITING_CHILDREN.run(client, _keys, _args)
+    return cast(int, _MOVE_TO_WAITING_CHILDREN.result(_reply, job_id))
+
+
+async def move_to_waiting_children_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    child_id: str,
+    queue: str | None = None,
+    keys: MoveToWaitingChildrenKeys | None = None,
+) -> int:
+    """`move_to_waiting_children` for redis.asyncio clients."""
+    _keys, _args = _move_to_waiting_children_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        child_id,
+    )
+    _reply = await _MOVE_TO_WAITING_CHILDREN.run_async(client, _keys, _args)
+    return cast(int, _MOVE_TO_WAITING_CHILDREN.result(_reply, job_id))
+
+
+def move_to_waiting_children_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    child_id: str,
+    queue: str | None = None,
+    keys: MoveToWaitingChildrenKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _move_to_waiting_children_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        child_id,
+    )
+    _index = _MOVE_TO_WAITING_CHILDREN.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_MOVE_TO_WAITING_CHILDREN, _index, job_id)
 
 
 class PauseKeys(NamedTuple):
@@ -2162,6 +2664,316 @@ def pause_pipeline(
     return Pending(_PAUSE, _index, None)
 
 
+class RemoveChildDependencyKeys(NamedTuple):
+    """The keys of removeChildDependency-2, in KEYS order."""
+
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+    job: str
+    """The child's hash (emq:{q}:<job_id>)"""
+
+
+_REMOVE_CHILD_DEPENDENCY = Script(
+    ScriptSpec(
+        name="removeChildDependency",
+        script_id="removeChildDependency-2",
+        num_keys=2,
+        sha1="e004fcafab9224d22ef6faa5b440f937e995de32",
+        returns="int",
+        codes=(-1, -5),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:waiting-children",
+            "emq:{q}:<job_id>",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def remove_child_dependency_keys(
+    queue: str,
+    job_id: str,
+) -> RemoveChildDependencyKeys:
+    """The keys of removeChildDependency-2 for `queue` and the ids they name."""
+    _script = "removeChildDependency-2"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _REMOVE_CHILD_DEPENDENCY.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return RemoveChildDependencyKeys(*_built)
+
+
+def _remove_child_dependency_call(
+    queue: str | None,
+    keys: RemoveChildDependencyKeys | None,
+    job_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "removeChildDependency-2"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _REMOVE_CHILD_DEPENDENCY.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 2)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def remove_child_dependency(
+    client: SyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: RemoveChildDependencyKeys | None = None,
+) -> int:
+    """Breaks a child's tie to its parent: the parent stops waiting for it, and the child keeps
+    running
+
+    as a job of its own. The tie is a pending child (in the parent's :dependencies) or a
+    failed one that holds the parent (in its :unsuccessful). A parent left with nothing
+    pending and no failed child moves out of waiting-children as when its last child
+    completes. A child that completed, or whose failure was ignored, is recorded in the
+    parent already: nothing is undone.
+
+    Args:
+        job_id (id): the child's id
+
+    Returns:
+        int: 1 when the tie was broken, 0 when the child had none to break
+
+    Raises:
+        JobNotExist: the script returned -1.
+        ParentJobNotExist: the script returned -5.
+    """
+    _keys, _args = _remove_child_dependency_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = _REMOVE_CHILD_DEPENDENCY.run(client, _keys, _args)
+    return cast(int, _REMOVE_CHILD_DEPENDENCY.result(_reply, job_id))
+
+
+async def remove_child_dependency_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: RemoveChildDependencyKeys | None = None,
+) -> int:
+    """`remove_child_dependency` for redis.asyncio clients."""
+    _keys, _args = _remove_child_dependency_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = await _REMOVE_CHILD_DEPENDENCY.run_async(client, _keys, _args)
+    return cast(int, _REMOVE_CHILD_DEPENDENCY.result(_reply, job_id))
+
+
+def remove_child_dependency_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: RemoveChildDependencyKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _remove_child_dependency_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _index = _REMOVE_CHILD_DEPENDENCY.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_REMOVE_CHILD_DEPENDENCY, _index, job_id)
+
+
+class RemoveUnprocessedChildrenKeys(NamedTuple):
+    """The keys of removeUnprocessedChildren-12, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    completed: str
+    """The completed set (emq:{q}:completed)"""
+    failed: str
+    """The failed set (emq:{q}:failed)"""
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+    stalled: str
+    """The stalled set (emq:{q}:stalled)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    job: str
+    """The parent's hash (emq:{q}:<job_id>)"""
+
+
+_REMOVE_UNPROCESSED_CHILDREN = Script(
+    ScriptSpec(
+        name="removeUnprocessedChildren",
+        script_id="removeUnprocessedChildren-12",
+        num_keys=12,
+        sha1="ea0b09c7880d8dee1be291c96e1b7563b90825ca",
+        returns="list[string]",
+        codes=(-1,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:active",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:completed",
+            "emq:{q}:failed",
+            "emq:{q}:waiting-children",
+            "emq:{q}:stalled",
+            "emq:{q}:events",
+            "emq:{q}:meta",
+            "emq:{q}:<job_id>",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def remove_unprocessed_children_keys(
+    queue: str,
+    job_id: str,
+) -> RemoveUnprocessedChildrenKeys:
+    """The keys of removeUnprocessedChildren-12 for `queue` and the ids they name."""
+    _script = "removeUnprocessedChildren-12"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _REMOVE_UNPROCESSED_CHILDREN.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return RemoveUnprocessedChildrenKeys(*_built)
+
+
+def _remove_unprocessed_children_call(
+    queue: str | None,
+    keys: RemoveUnprocessedChildrenKeys | None,
+    job_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "removeUnprocessedChildren-12"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _REMOVE_UNPROCESSED_CHILDREN.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 12)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def remove_unprocessed_children(
+    client: SyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: RemoveUnprocessedChildrenKeys | None = None,
+) -> list[str]:
+    """Removes a parent's pending children, and theirs, to any depth: each from its state, with
+    its
+
+    hash, its companion keys and its deduplication id, and a `removed` event. A child that a
+    worker holds (its lock exists) is kept, with its own children. Children that completed
+    or failed are kept: they are the parent's results. The parent, with nothing pending any
+    more, moves out of waiting-children as when its last child completes.
+
+    Args:
+        job_id (id): the parent's id
+
+    Returns:
+        list[string]: the ids removed, the parent's own children first
+
+    Raises:
+        JobNotExist: the script returned -1.
+    """
+    _keys, _args = _remove_unprocessed_children_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = _REMOVE_UNPROCESSED_CHILDREN.run(client, _keys, _args)
+    return cast(list[str], _REMOVE_UNPROCESSED_CHILDREN.result(_reply, job_id))
+
+
+async def remove_unprocessed_children_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: RemoveUnprocessedChildrenKeys | None = None,
+) -> list[str]:
+    """`remove_unprocessed_children` for redis.asyncio clients."""
+    _keys, _args = _remove_unprocessed_children_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = await _REMOVE_UNPROCESSED_CHILDREN.run_async(client, _keys, _args)
+    return cast(list[str], _REMOVE_UNPROCESSED_CHILDREN.result(_reply, job_id))
+
+
+def remove_unprocessed_children_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: RemoveUnprocessedChildrenKeys | None = None,
+) -> Pending[list[str]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _remove_unprocessed_children_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _index = _REMOVE_UNPROCESSED_CHILDREN.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_REMOVE_UNPROCESSED_CHILDREN, _index, job_id)
+
+
 SCRIPTS: tuple[Script, ...] = (
     _ADD_DELAYED_JOB,
     _ADD_PARENT_JOB,
@@ -2169,12 +2981,17 @@ SCRIPTS: tuple[Script, ...] = (
     _ADD_STANDARD_JOB,
     _EXTEND_LOCK,
     _GET_COUNTS,
+    _GET_DEPENDENCIES,
+    _GET_DEPENDENCY_COUNTS,
     _GET_JOB_STATE,
     _MOVE_STALLED_JOBS_TO_WAIT,
     _MOVE_TO_ACTIVE,
     _MOVE_TO_DELAYED,
     _MOVE_TO_FINISHED,
+    _MOVE_TO_WAITING_CHILDREN,
     _PAUSE,
+    _REMOVE_CHILD_DEPENDENCY,
+    _REMOVE_UNPROCESSED_CHILDREN,
 )
 
 

@@ -193,6 +193,18 @@ def processed(queue: str, job_id: str) -> str:
     return job(queue, job_id) + ":processed"
 
 
+def ignored(queue: str, job_id: str) -> str:
+    """HASH of a parent's children whose failure it ignored (ignoreDependencyOnFailure,
+    continueParentOnFailure): job key -> failure reason. Its name, ":failed", is BullMQ's."""
+    return job(queue, job_id) + ":failed"
+
+
+def unsuccessful(queue: str, job_id: str) -> str:
+    """ZSET of a parent's children that failed under failParentOnFailure or no policy, by job
+    key, scored by when they failed: completing the parent answers -9 while it holds one."""
+    return job(queue, job_id) + ":unsuccessful"
+
+
 def dedup(queue: str, dedup_id: str) -> str:
     """STRING holding the id of the job that holds a deduplication id."""
     if not isinstance(dedup_id, str) or not dedup_id or re.search(r"[{}]", dedup_id):

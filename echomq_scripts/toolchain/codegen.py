@@ -264,6 +264,19 @@ class ScriptView:
         return f", {self.job_id_param}" if self.job_id_param else ""
 
     @property
+    def cast_return(self) -> list[str]:
+        """The wrapper's `return cast(...)` lines, wrapped as `ruff format` wraps a call that
+        does not fit in 100 columns."""
+        call = f"{self.constant}.result(_reply{self.job_id_suffix})"
+        one_line = f"    return cast({self.return_type}, {call})"
+        if len(one_line) <= 100:
+            return [one_line]
+        arguments = f"        {self.return_type}, {call}"
+        if len(arguments) <= 100:
+            return ["    return cast(", arguments, "    )"]
+        return ["    return cast(", f"        {self.return_type},", f"        {call},", "    )"]
+
+    @property
     def call_parameters(self) -> list[str]:
         """The names `_<func>_call` takes, in order; each wrapper passes its own of each."""
         names = [] if self.keyless else ["queue", "keys"] if self.templated else ["keys"]

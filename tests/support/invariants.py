@@ -171,6 +171,8 @@ def add_prioritized(
     return _add(g.add_prioritized_job, r, queue, arguments, priority=priority)
 
 
-def add_parent(r: Client, queue: str, **arguments: Unpack[AddArguments]) -> tuple[str, int]:
-    """addParentJob-4: to waiting-children until its last child completes."""
-    return _add(g.add_parent_job, r, queue, {"name": "parent", **arguments})
+def add_parent(
+    r: Client, queue: str, *, priority: int = 0, **arguments: Unpack[AddArguments]
+) -> tuple[str, int]:
+    """addParentJob-4: to waiting-children until its children are done."""
+    return _add(g.add_parent_job, r, queue, {"name": "parent", **arguments}, priority=priority)

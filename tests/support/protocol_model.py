@@ -77,6 +77,21 @@ class Job:
     lock: str | None = None  # the token that holds the job's lock
     pending: set[str] = field(default_factory=set)  # a parent's pending children, by id
     processed: dict[str, str] = field(default_factory=dict)  # child id -> its return value
+    ignored: dict[str, str] = field(default_factory=dict)  # :failed, child id -> its reason
+    unsuccessful: dict[str, int] = field(default_factory=dict)  # child id -> when it failed
+
+
+POLICIES = (
+    "failParentOnFailure",
+    "ignoreDependencyOnFailure",
+    "removeDependencyOnFailure",
+    "continueParentOnFailure",
+)
+"""A child's policy for its parent when it fails for good: an option set to JSON true."""
+
+
+class CycleRefused(Exception):
+    """An add that would make a job its own ancestor: the script's Lua error."""
 
 
 @dataclass
@@ -177,15 +192,21 @@ class QueueModel:
         dedup_id: str,
         parent_id: str,
     ) -> tuple[str, bool] | int:
-        """includes/addJob.lua: the new job's id and True; a holder's id and False; or -5."""
+        """includes/addJob.lua: the new job's id and True; a holder's id and False; or -5 or
+        -7 (includes/joinParent.lua)."""
+        if parent_id and parent_id not in self.jobs:
+            return -5
         if dedup_id and dedup_id in self.dedup:
             return self.dedup[dedup_id], False
         if job_id == "":
             job_id = self._new_id()
         elif job_id in self.jobs:
+            if parent_id:
+                code = self._join_parent(job_id, parent_id, now)
+                if code:
+                    return code
+            self._emit("duplicated", job_id)
             return job_id, False
-        if parent_id and parent_id not in self.jobs:
-            return -5
         job = Job(job_id, name, opts, now)
         if parent_id:
             self.jobs[parent_id].pending.add(job_id)
@@ -196,6 +217,27 @@ class QueueModel:
             job.dedup = dedup_id
         self.jobs[job_id] = job
         return job_id, True
+
+    def _join_parent(self, job_id: str, parent_id: str, now: int) -> int:
+        """includes/joinParent.lua: an existing job and a parent named by a new add."""
+        job = self.jobs[job_id]
+        if job.parent is not None:
+            return -7 if job.parent != parent_id and job.parent in self.jobs else 0
+        ancestor: str | None = parent_id
+        while ancestor is not None:
+            if ancestor == job_id:
+                raise CycleRefused(job_id)
+            ancestor = self.jobs[ancestor].parent if ancestor in self.jobs else None
+        parent = self.jobs[parent_id]
+        job.parent, parent.deps = parent_id, True
+        if job.state == "completed":
+            parent.processed[job_id] = job.returnvalue or ""
+            self._release(parent_id, when_done=True)
+            return 0
+        parent.pending.add(job_id)
+        if job.state == "failed":
+            self._child_failed(job_id, parent_id, job.opts, job.failed_reason or "", now)
+        return 0
 
     def add_standard(self, **a: Any) -> tuple[str, int] | int:
         added = self._add(**a)
@@ -231,12 +273,13 @@ class QueueModel:
             self._emit("prioritized", job_id, "priority", priority)
         return job_id, int(new)
 
-    def add_parent(self, **a: Any) -> tuple[str, int] | int:
+    def add_parent(self, priority: int = 0, **a: Any) -> tuple[str, int] | int:
         added = self._add(**a)
         if isinstance(added, int):
             return added
         job_id, new = added
         if new:
+            self.jobs[job_id].priority = priority
             self.waiting_children[job_id] = a["now"]
             self.jobs[job_id].state = "waiting-children"
             self._emit("waiting-children", job_id)
@@ -338,16 +381,64 @@ class QueueModel:
             del self.jobs[gone]
         return job_id in drop
 
-    def _release_parent(self, child: Job, value: str) -> None:
-        parent = self.jobs.get(child.parent) if child.parent is not None else None
-        if parent is None or child.id not in parent.pending:
+    def job_key(self, job_id: str) -> str:
+        return f"emq:{{{self.name}}}:{job_id}"
+
+    def _release(self, parent_id: str, when_done: bool) -> None:
+        """includes/releaseParent.lua."""
+        parent = self.jobs.get(parent_id)
+        if when_done and parent is not None and (parent.pending or parent.unsuccessful):
             return
-        parent.pending.discard(child.id)
-        parent.processed[child.id] = value
-        if not parent.pending and parent.id in self.waiting_children:
-            del self.waiting_children[parent.id]
-            self._enqueue_ready_job(parent.id)
-            self._emit("waiting", parent.id, "prev", "waiting-children")
+        if parent_id not in self.waiting_children:
+            return
+        del self.waiting_children[parent_id]
+        self._enqueue_ready_job(parent_id)
+        self._emit("waiting", parent_id, "prev", "waiting-children")
+
+    def _child_completed(self, child_id: str, parent_id: str, value: str) -> None:
+        parent = self.jobs.get(parent_id)
+        if parent is None or child_id not in parent.pending:
+            return
+        parent.pending.discard(child_id)
+        parent.processed[child_id] = value
+        self._release(parent_id, when_done=True)
+
+    def _child_failed(
+        self, child_id: str, parent_id: str | None, opts: dict[str, Any], reason: str, now: int
+    ) -> None:
+        """includes/childFailed.lua: the policy of the child's options, up the tree."""
+        while parent_id is not None:
+            parent = self.jobs.get(parent_id)
+            if parent is None or child_id not in parent.pending:
+                return
+            parent.pending.discard(child_id)
+            if opts.get("ignoreDependencyOnFailure") is True or (
+                opts.get("continueParentOnFailure") is True
+            ):
+                parent.ignored[child_id] = reason
+                self._release(parent_id, opts.get("continueParentOnFailure") is not True)
+                return
+            if opts.get("removeDependencyOnFailure") is True:
+                self._release(parent_id, when_done=True)
+                return
+            parent.unsuccessful[child_id] = now
+            fails_parent = opts.get("failParentOnFailure") is True
+            if not fails_parent or parent_id not in self.waiting_children:
+                return
+            del self.waiting_children[parent_id]
+            parent.failed_reason = f"child {self.job_key(child_id)} failed"
+            parent.finished_on = now
+            self.failed[parent_id] = now
+            parent.state = "failed"
+            self.metrics["failed"] += 1
+            self._release_dedup(parent)
+            self._emit("failed", parent_id, "prev", "waiting-children")
+            self._retention(self.failed, parent_id, parent.opts.get("removeOnFail"), now)
+            child_id, parent_id, opts = parent_id, parent.parent, parent.opts
+
+    def _release_dedup(self, job: Job) -> None:
+        if job.dedup is not None and self.dedup.get(job.dedup) == job.id:
+            del self.dedup[job.dedup]
 
     def move_to_finished(
         self,
@@ -372,6 +463,8 @@ class QueueModel:
             return -1
         if outcome == "completed" and job.deps and job.pending:
             return -4
+        if outcome == "completed" and job.deps and job.unsuccessful:
+            return -9
         if job_id not in self.active:
             return -3
         self._take_off_active(job_id)
@@ -391,7 +484,6 @@ class QueueModel:
             job.finished_on = now
             if outcome == "completed":
                 job.returnvalue = result
-                self._release_parent(job, result)
                 finished = self.completed
             else:
                 job.failed_reason = result
@@ -399,11 +491,14 @@ class QueueModel:
             finished[job_id] = now
             job.state = outcome
             self.metrics[outcome] += 1
-            if job.dedup is not None and self.dedup.get(job.dedup) == job_id:
-                del self.dedup[job.dedup]
+            self._release_dedup(job)
             self._emit(outcome, job_id, "prev", "active")
             rule = job.opts.get("removeOnComplete" if outcome == "completed" else "removeOnFail")
             self._retention(finished, job_id, rule, now)
+            if job.parent is not None and outcome == "completed":
+                self._child_completed(job_id, job.parent, result)
+            elif job.parent is not None:
+                self._child_failed(job_id, job.parent, job.opts, result, now)
         picked: tuple[str, dict[str, str] | None, int] = ("", {}, 0)
         if fetch_next:
             picked = self._pickup(token, now, concurrency, (job_id, went))
@@ -435,6 +530,101 @@ class QueueModel:
         self._emit("delayed", job_id, "delay", job.delay, "prev", "active")
         return job.delay
 
+    def move_to_waiting_children(self, job_id: str, token: str, now: int, child_id: str) -> int:
+        code = self._lock_code(job_id, token)
+        if code:
+            return 1 if self._landed(job_id, token) == "waiting-children" else code
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        if job.unsuccessful:
+            return -9
+        if not (child_id in job.pending if child_id else job.pending):
+            return 0
+        if job_id not in self.active:
+            return -3
+        self._take_off_active(job_id)
+        self.waiting_children[job_id] = now
+        job.state = "waiting-children"
+        self._record_finish(token, job_id, "waiting-children")
+        self._emit("waiting-children", job_id, "prev", "active")
+        return 1
+
+    # -- flows ----------------------------------------------------------------------------
+
+    def get_dependency_counts(self, job_id: str) -> tuple[int, int, int, int] | int:
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        return len(job.processed), len(job.pending), len(job.ignored), len(job.unsuccessful)
+
+    def get_dependencies(
+        self, job_id: str
+    ) -> tuple[dict[str, str], list[str], dict[str, str], list[str]] | int:
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        failed = sorted(job.unsuccessful, key=lambda c: (job.unsuccessful[c], self.job_key(c)))
+        return (
+            {self.job_key(c): v for c, v in job.processed.items()},
+            sorted(self.job_key(c) for c in job.pending),
+            {self.job_key(c): v for c, v in job.ignored.items()},
+            [self.job_key(c) for c in failed],
+        )
+
+    def remove_child_dependency(self, job_id: str) -> int:
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        if job.parent is None:
+            return 0
+        parent = self.jobs.get(job.parent)
+        if parent is None:
+            return -5
+        if job_id in parent.pending:
+            parent.pending.discard(job_id)
+        elif job_id in parent.unsuccessful:
+            del parent.unsuccessful[job_id]
+        else:
+            return 0
+        job.parent = None
+        self._release(parent.id, when_done=True)
+        return 1
+
+    def remove_unprocessed_children(self, job_id: str) -> list[str] | int:
+        if job_id not in self.jobs:
+            return -1
+        line = sorted(self.jobs[job_id].pending, key=lambda c: self.job_key(c).encode())
+        removed: list[str] = []
+        for child_id in line:  # the loop sees what it appends: breadth first
+            child = self.jobs[child_id]
+            if child.lock is not None:
+                continue
+            line += sorted(child.pending, key=lambda c: self.job_key(c).encode())
+            self._remove_from_state(child_id)
+            if child.parent is not None and child.parent in self.jobs:
+                self.jobs[child.parent].pending.discard(child_id)
+            self._release_dedup(child)
+            del self.jobs[child_id]
+            self._emit("removed", child_id, "prev", child.state)
+            removed.append(child_id)
+        self._release(job_id, when_done=True)
+        return removed
+
+    def _remove_from_state(self, job_id: str) -> None:
+        for listed in (self.wait, self.paused_list, self.active):
+            while job_id in listed:
+                listed.remove(job_id)
+        for scored in (
+            self.delayed,
+            self.prioritized,
+            self.completed,
+            self.failed,
+            self.waiting_children,
+        ):
+            scored.pop(job_id, None)
+        self.stalled.discard(job_id)
+
     # -- queue-wide scripts ---------------------------------------------------------------
 
     def move_stalled_jobs_to_wait(
@@ -456,11 +646,11 @@ class QueueModel:
                 self.failed[job_id] = now
                 job.state = "failed"
                 self.metrics["failed"] += 1
-                if job.dedup is not None and self.dedup.get(job.dedup) == job_id:
-                    del self.dedup[job.dedup]
+                self._release_dedup(job)
                 self._emit("failed", job_id, "prev", "active", "reason", "stalled")
                 failed.append(job_id)
                 self._retention(self.failed, job_id, job.opts.get("removeOnFail"), now)
+                self._child_failed(job_id, job.parent, job.opts, job.failed_reason, now)
             else:
                 if self.paused:
                     self.paused_list.append(job_id)

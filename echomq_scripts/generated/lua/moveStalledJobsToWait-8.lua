@@ -3,7 +3,8 @@
 --- active job in the stalled set), no heartbeat cleared its mark since, and its lock is gone.
 --- Below the maximum stalled count it goes back to wait (paused while the queue is paused), to the
 --- front of the line, with its count incremented; past it, it fails like any failed job (metrics,
---- removeOnFail, its deduplication id released). Every run is one atomic step, so several
+--- removeOnFail, its deduplication id released, its parent told by its policy as
+--- moveToFinished-14 tells it). Every run is one atomic step, so several
 --- workers may run it.
 --- @key stalled  `emq:{q}:stalled`  the stalled set: the marks of the previous run
 --- @key wait     `emq:{q}:wait`     the wait list
@@ -16,10 +17,12 @@
 --- @arg max_stalled  int(0..)  how often a job may stall before it fails
 --- @arg now          int(0..)  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
--- Deletes a job's hash and its companion keys: its lock, a parent's :dependencies and :processed.
+-- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- :processed, :failed (ignored children) and :unsuccessful (failed children).
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
-  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed")
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
+    jobKey .. ":failed", jobKey .. ":unsuccessful")
 end
 
 -- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
@@ -66,6 +69,159 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+-- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
+-- unless another job holds it by now.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId)
+  end
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
+-- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
+-- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
+local function signalWork(markerKey, dueAt)
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
+end
+
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  end
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
+
+-- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
+-- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
+-- child is pending and none is recorded in :unsuccessful (a child that failed without a policy
+-- that lets the parent go on holds it). A parent that is not in waiting-children (active, or
+-- removed) stays where it is. The other keys are built from the prefix: the scripts that release
+-- a parent do not all take them in KEYS.
+local function releaseParent(waitingChildrenKey, parentId, whenDone)
+  local prefix = queuePrefix(waitingChildrenKey)
+  local parentKey = prefix .. parentId
+  if whenDone and (redis.call("SCARD", parentKey .. ":dependencies") > 0
+      or redis.call("EXISTS", parentKey .. ":unsuccessful") == 1) then
+    return
+  end
+  if redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
+    return
+  end
+  local metaKey = prefix .. "meta"
+  enqueueReadyJob(prefix .. "wait", prefix .. "paused", prefix .. "prioritized", prefix .. "pc",
+    prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
+  emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
+end
+
+-- What a child's failure for good does to its parent (`parentKey`, the child's "parentKey"
+-- field), by the policy of the child's options (`opts`, read with jobOptions; a policy is set
+-- when its value is JSON true):
+-- - ignoreDependencyOnFailure: the child's `reason` goes to the parent's :failed, and the parent
+--   goes on once no other child holds it;
+-- - continueParentOnFailure: the same record, and the parent goes on at once;
+-- - removeDependencyOnFailure: the dependency is dropped, and the parent goes on once no other
+--   child holds it;
+-- - failParentOnFailure: the child goes to the parent's :unsuccessful and a parent waiting for its
+--   children fails, naming the child; its own policy then applies to its own parent, and so on up
+--   the tree (a loop, not a recursion: a tree of any depth);
+-- - none: the child goes to the parent's :unsuccessful and the parent stays; completing it answers
+--   -9 (JobHasFailedChildren).
+-- A parent that does not count the child as pending any more (removed, or the dependency removed)
+-- is left alone.
+local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason, nowText)
+  local prefix = queuePrefix(waitingChildrenKey)
+  while parentKey do
+    local childKey = prefix .. childId
+    if redis.call("SREM", parentKey .. ":dependencies", childKey) == 0 then
+      return
+    end
+    local parentId = string.sub(parentKey, #prefix + 1)
+    if opts.ignoreDependencyOnFailure == true or opts.continueParentOnFailure == true then
+      redis.call("HSET", parentKey .. ":failed", childKey, reason)
+      releaseParent(waitingChildrenKey, parentId, opts.continueParentOnFailure ~= true)
+      return
+    end
+    if opts.removeDependencyOnFailure == true then
+      releaseParent(waitingChildrenKey, parentId, true)
+      return
+    end
+    redis.call("ZADD", parentKey .. ":unsuccessful", nowText, childKey)
+    if opts.failParentOnFailure ~= true
+        or redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
+      return
+    end
+    -- The parent fails as a job does that has no attempt left: counted, its deduplication id
+    -- released, its removeOnFail applied.
+    local stored = redis.call("HMGET", parentKey, "opts", "parentKey", "deid")
+    reason = "child " .. childKey .. " failed"
+    redis.call("HSET", parentKey, "failedReason", reason, "finishedOn", nowText)
+    redis.call("ZADD", prefix .. "failed", nowText, parentId)
+    redis.call("INCR", prefix .. "metrics:failed")
+    releaseDedupId(prefix, parentId, stored[3])
+    emitEvent(prefix .. "events", prefix .. "meta", "failed", parentId, "prev", "waiting-children")
+    opts = jobOptions(stored[1])
+    applyRetention(prefix .. "failed", prefix, parentId, opts.removeOnFail, tonumber(nowText))
+    childId, parentKey = parentId, stored[2]
+  end
+end
 -- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
 -- error that names the argument: scripts read their arguments before they write anything, so a
 -- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
@@ -85,23 +241,6 @@ local function intArg(value, name, low, high)
   end
   return number
 end
--- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
--- script can read them before it writes anything. JSON null reads as absent.
-local function jobOptions(raw)
-  if raw == "{}" or raw == nil then
-    return {} -- the common case, without decoding
-  end
-  local ok, decoded = pcall(cjson.decode, raw)
-  if not ok or type(decoded) ~= "table" then
-    return {}
-  end
-  for name, value in pairs(decoded) do
-    if value == cjson.null then
-      decoded[name] = nil
-    end
-  end
-  return decoded
-end
 
 -- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
 -- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
@@ -119,30 +258,6 @@ end
 local function nowArg(value)
   return digitsArg(value, "now", 0)
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
--- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
--- unless another job holds it by now.
-local function releaseDedupId(prefix, jobId, dedupId)
-  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId)
-  end
-end
--- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
--- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
-
--- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
--- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
--- nothing).
-local function signalWork(markerKey, dueAt)
-  local score = redis.call("ZSCORE", markerKey, "next")
-  if not score or tonumber(score) > dueAt then
-    redis.call("ZADD", markerKey, dueAt, "next")
-  end
-end
 
 local stalledKey, waitKey, activeKey, failedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local pausedKey, metaKey, eventsKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -158,14 +273,20 @@ for _, jobId in ipairs(redis.call("SMEMBERS", stalledKey)) do
   if redis.call("EXISTS", jobKey .. ":lock") == 0 and redis.call("LREM", activeKey, "-1", jobId) == 1 then
     local stalledCount = redis.call("HINCRBY", jobKey, "stc", "1")
     if stalledCount > maxStalled then
-      redis.call("HSET", jobKey, "failedReason", "job stalled more than allowable limit",
-        "finishedOn", nowText)
+      local reason = "job stalled more than allowable limit"
+      local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid")
+      local opts = jobOptions(stored[1])
+      redis.call("HSET", jobKey, "failedReason", reason, "finishedOn", nowText)
       redis.call("ZADD", failedKey, nowText, jobId)
       redis.call("INCR", prefix .. "metrics:failed")
-      releaseDedupId(prefix, jobId, redis.call("HGET", jobKey, "deid"))
+      releaseDedupId(prefix, jobId, stored[3])
       emitEvent(eventsKey, metaKey, "failed", jobId, "prev", "active", "reason", "stalled")
       failed[#failed + 1] = jobId
-      applyRetention(failedKey, prefix, jobId, jobOptions(redis.call("HGET", jobKey, "opts")).removeOnFail, now)
+      applyRetention(failedKey, prefix, jobId, opts.removeOnFail, now)
+      -- Its parent as a failure by moveToFinished-14 would: by the job's policy.
+      if stored[2] then
+        childFailed(prefix .. "waiting-children", jobId, stored[2], opts, reason, nowText)
+      end
     else
       redis.call("RPUSH", paused and pausedKey or waitKey, jobId)
       emitEvent(eventsKey, metaKey, "stalled", jobId)

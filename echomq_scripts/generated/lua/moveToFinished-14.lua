@@ -1,11 +1,13 @@
 --- Completes or fails an active job, and optionally picks the next one up in the same call.
---- Verifies the lock token first, then that the job exists, has no pending children (to complete)
---- and is active. A completion stores the return value; a failure stores the reason and stack
---- trace and, while attempts are left, goes to delayed with a backoff instead of to failed. A
---- finished job is scored by its finish time, counted in the metrics, kept or removed by
---- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child that was
---- its parent's last pending one moves the parent out of waiting-children; a child that fails for
---- good leaves its parent waiting. Re-sent after it landed, the call answers where the job went
+--- Verifies the lock token first, then that the job exists, has no pending and no failed children
+--- (to complete) and is active. A completion stores the return value; a failure stores the reason
+--- and stack trace and, while attempts are left, goes to delayed with a backoff instead of to
+--- failed. A finished job is scored by its finish time, counted in the metrics, kept or removed by
+--- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child's value
+--- goes to its parent, and the last pending one moves the parent out of waiting-children; a child
+--- that fails for good acts on its parent by its policy (failParentOnFailure,
+--- ignoreDependencyOnFailure, removeDependencyOnFailure, continueParentOnFailure; none: the parent
+--- keeps waiting and cannot complete). Re-sent after it landed, the call answers where the job went
 --- and, with fetch_next, the job the first call picked (the one the token holds), if any.
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key active            `emq:{q}:active`            the active list
@@ -42,10 +44,13 @@
 --- @error -3 JobNotInState
 --- @error -4 JobPendingChildren
 --- @error -6 JobLockMismatch
--- Deletes a job's hash and its companion keys: its lock, a parent's :dependencies and :processed.
+--- @error -9 JobHasFailedChildren
+-- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- :processed, :failed (ignored children) and :unsuccessful (failed children).
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
-  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed")
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
+    jobKey .. ":failed", jobKey .. ":unsuccessful")
 end
 
 -- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
@@ -104,42 +109,40 @@ local function checkLock(lockKey, token)
   end
   return 0
 end
--- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
--- error that names the argument: scripts read their arguments before they write anything, so a
--- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
--- the generated wrappers refuse the same values before sending them.
-
--- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
-local MAX_INTEGER = 9007199254740991
-
--- An integer argument from `low` to `high` (nil: 2^53 - 1).
-local function intArg(value, name, low, high)
-  local number = tonumber(value)
-  high = high or MAX_INTEGER
-  if not number or number % 1 ~= 0 or number < low or number > high then
-    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
-    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
-      .. tostring(value) .. "'")
-  end
-  return number
-end
-
--- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
--- reads, and only after the script's first write; and a number handed to redis.call costs a
--- conversion to text. Returns the number, for sums.
-local function digitsArg(value, name, low)
-  if not string.find(value, "^%d+$") then
-    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
-      .. value .. "'")
-  end
-  return intArg(value, name, low)
-end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+-- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
+-- unless another job holds it by now.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId)
+  end
 end
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
 -- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
@@ -190,6 +193,111 @@ local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, marker
     return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
   end
   return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
+
+-- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
+-- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
+-- child is pending and none is recorded in :unsuccessful (a child that failed without a policy
+-- that lets the parent go on holds it). A parent that is not in waiting-children (active, or
+-- removed) stays where it is. The other keys are built from the prefix: the scripts that release
+-- a parent do not all take them in KEYS.
+local function releaseParent(waitingChildrenKey, parentId, whenDone)
+  local prefix = queuePrefix(waitingChildrenKey)
+  local parentKey = prefix .. parentId
+  if whenDone and (redis.call("SCARD", parentKey .. ":dependencies") > 0
+      or redis.call("EXISTS", parentKey .. ":unsuccessful") == 1) then
+    return
+  end
+  if redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
+    return
+  end
+  local metaKey = prefix .. "meta"
+  enqueueReadyJob(prefix .. "wait", prefix .. "paused", prefix .. "prioritized", prefix .. "pc",
+    prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
+  emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
+end
+
+-- What a child's failure for good does to its parent (`parentKey`, the child's "parentKey"
+-- field), by the policy of the child's options (`opts`, read with jobOptions; a policy is set
+-- when its value is JSON true):
+-- - ignoreDependencyOnFailure: the child's `reason` goes to the parent's :failed, and the parent
+--   goes on once no other child holds it;
+-- - continueParentOnFailure: the same record, and the parent goes on at once;
+-- - removeDependencyOnFailure: the dependency is dropped, and the parent goes on once no other
+--   child holds it;
+-- - failParentOnFailure: the child goes to the parent's :unsuccessful and a parent waiting for its
+--   children fails, naming the child; its own policy then applies to its own parent, and so on up
+--   the tree (a loop, not a recursion: a tree of any depth);
+-- - none: the child goes to the parent's :unsuccessful and the parent stays; completing it answers
+--   -9 (JobHasFailedChildren).
+-- A parent that does not count the child as pending any more (removed, or the dependency removed)
+-- is left alone.
+local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason, nowText)
+  local prefix = queuePrefix(waitingChildrenKey)
+  while parentKey do
+    local childKey = prefix .. childId
+    if redis.call("SREM", parentKey .. ":dependencies", childKey) == 0 then
+      return
+    end
+    local parentId = string.sub(parentKey, #prefix + 1)
+    if opts.ignoreDependencyOnFailure == true or opts.continueParentOnFailure == true then
+      redis.call("HSET", parentKey .. ":failed", childKey, reason)
+      releaseParent(waitingChildrenKey, parentId, opts.continueParentOnFailure ~= true)
+      return
+    end
+    if opts.removeDependencyOnFailure == true then
+      releaseParent(waitingChildrenKey, parentId, true)
+      return
+    end
+    redis.call("ZADD", parentKey .. ":unsuccessful", nowText, childKey)
+    if opts.failParentOnFailure ~= true
+        or redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
+      return
+    end
+    -- The parent fails as a job does that has no attempt left: counted, its deduplication id
+    -- released, its removeOnFail applied.
+    local stored = redis.call("HMGET", parentKey, "opts", "parentKey", "deid")
+    reason = "child " .. childKey .. " failed"
+    redis.call("HSET", parentKey, "failedReason", reason, "finishedOn", nowText)
+    redis.call("ZADD", prefix .. "failed", nowText, parentId)
+    redis.call("INCR", prefix .. "metrics:failed")
+    releaseDedupId(prefix, parentId, stored[3])
+    emitEvent(prefix .. "events", prefix .. "meta", "failed", parentId, "prev", "waiting-children")
+    opts = jobOptions(stored[1])
+    applyRetention(prefix .. "failed", prefix, parentId, opts.removeOnFail, tonumber(nowText))
+    childId, parentKey = parentId, stored[2]
+  end
+end
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low)
+  if not string.find(value, "^%d+$") then
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
+  end
+  return intArg(value, name, low)
 end
 -- An argument that must be one of the words given after `name`, as its header's enum(...) lists
 -- them: enumArg(ARGV[1], "action", "pause", "resume"). Returns the value. The words are compared
@@ -245,23 +353,6 @@ local function heldJob(prefix, token)
     return held
   end
   return nil
-end
--- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
--- script can read them before it writes anything. JSON null reads as absent.
-local function jobOptions(raw)
-  if raw == "{}" or raw == nil then
-    return {} -- the common case, without decoding
-  end
-  local ok, decoded = pcall(cjson.decode, raw)
-  if not ok or type(decoded) ~= "table" then
-    return {}
-  end
-  for name, value in pairs(decoded) do
-    if value == cjson.null then
-      decoded[name] = nil
-    end
-  end
-  return decoded
 end
 
 -- What the finish of `jobId` by `token` answered, when one landed: the answer to the same call
@@ -379,23 +470,11 @@ local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey,
   end
   return { jobId, redis.call("HGETALL", jobKey), 0 }
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
 
 -- Records the answer of a finish that picked no job up, for the time the record has left (XX:
 -- never a record without a time to live).
 local function recordFinish(prefix, token, finished, answer)
   redis.call("SET", tokenKey(prefix, token), ":" .. finished .. ":" .. answer, "KEEPTTL", "XX")
-end
--- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
--- unless another job holds it by now.
-local function releaseDedupId(prefix, jobId, dedupId)
-  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId)
-  end
 end
 -- A worker's lock token: any text but the empty one, which would name no pickup.
 local function tokenArg(value)
@@ -446,9 +525,13 @@ local stored = redis.call("HMGET", jobKey, "opts", "parentKey", "deid", "atm", "
 if not stored[4] then
   return -1
 end
-if outcome == "completed" and stored[5]
-    and redis.call("SCARD", jobKey .. ":dependencies") > 0 then
-  return -4
+if outcome == "completed" and stored[5] then
+  if redis.call("SCARD", jobKey .. ":dependencies") > 0 then
+    return -4
+  end
+  if redis.call("EXISTS", jobKey .. ":unsuccessful") == 1 then
+    return -9
+  end
 end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
@@ -470,20 +553,6 @@ if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
 else
   if outcome == "completed" then
     redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", result, "finishedOn", nowText)
-    -- Releasing the parent: a completed child's value goes to the parent, and the last pending
-    -- one releases it. A parent that retention removed has no :dependencies any more, so SREM
-    -- finds nothing to do. (Written out here, not as a local function: a closure over this
-    -- many of the script's locals costs the server more, on every call, than its work.)
-    if parentKey and redis.call("SREM", parentKey .. ":dependencies", jobKey) == 1 then
-      redis.call("HSET", parentKey .. ":processed", jobKey, result)
-      local parentId = string.sub(parentKey, #prefix + 1)
-      if redis.call("SCARD", parentKey .. ":dependencies") == 0
-        and redis.call("ZREM", waitingChildrenKey, parentId) == 1 then
-        enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, parentId,
-          redis.call("HEXISTS", metaKey, "paused") == 1)
-        emitEvent(eventsKey, metaKey, "waiting", parentId, "prev", "waiting-children")
-      end
-    end
   else
     redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace",
       stacktrace, "finishedOn", nowText)
@@ -497,6 +566,18 @@ else
     rule = opts.removeOnComplete
   end
   applyRetention(finishedKey, prefix, jobId, rule, now)
+  -- Then the parent, so that its events follow the child's. A completed child's value goes to
+  -- the parent's :processed and the last one releases it; a failed one's policy decides
+  -- (childFailed). A parent that retention removed has no :dependencies any more: SREM finds
+  -- nothing to do, and nothing is written to it.
+  if parentKey then
+    if outcome == "failed" then
+      childFailed(waitingChildrenKey, jobId, parentKey, opts, result, nowText)
+    elseif redis.call("SREM", parentKey .. ":dependencies", jobKey) == 1 then
+      redis.call("HSET", parentKey .. ":processed", jobKey, result)
+      releaseParent(waitingChildrenKey, string.sub(parentKey, #prefix + 1), true)
+    end
+  end
 end
 local nextJob = { "", {}, 0 }
 if fetchNext then

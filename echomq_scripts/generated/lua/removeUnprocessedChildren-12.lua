@@ -1,0 +1,171 @@
+--- Removes a parent's pending children, and theirs, to any depth: each from its state, with its
+--- hash, its companion keys and its deduplication id, and a `removed` event. A child that a worker
+--- holds (its lock exists) is kept, with its own children. Children that completed or failed are
+--- kept: they are the parent's results. The parent, with nothing pending any more, moves out of
+--- waiting-children as when its last child completes.
+--- @key wait              `emq:{q}:wait`              the wait list
+--- @key paused            `emq:{q}:paused`            the paused list
+--- @key active            `emq:{q}:active`            the active list
+--- @key delayed           `emq:{q}:delayed`           the delayed set
+--- @key prioritized       `emq:{q}:prioritized`       the prioritized set
+--- @key completed         `emq:{q}:completed`         the completed set
+--- @key failed            `emq:{q}:failed`            the failed set
+--- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
+--- @key stalled           `emq:{q}:stalled`           the stalled set
+--- @key events            `emq:{q}:events`            the event stream
+--- @key meta              `emq:{q}:meta`              the queue's meta hash
+--- @key job               `emq:{q}:<job_id>`          the parent's hash
+--- @arg job_id  id  the parent's id
+--- @return list[string]  the ids removed, the parent's own children first
+--- @error -1 JobNotExist
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+-- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
+-- unless another job holds it by now.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId)
+  end
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
+-- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
+-- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
+local function signalWork(markerKey, dueAt)
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
+end
+
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  end
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
+
+-- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
+-- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
+-- child is pending and none is recorded in :unsuccessful (a child that failed without a policy
+-- that lets the parent go on holds it). A parent that is not in waiting-children (active, or
+-- removed) stays where it is. The other keys are built from the prefix: the scripts that release
+-- a parent do not all take them in KEYS.
+local function releaseParent(waitingChildrenKey, parentId, whenDone)
+  local prefix = queuePrefix(waitingChildrenKey)
+  local parentKey = prefix .. parentId
+  if whenDone and (redis.call("SCARD", parentKey .. ":dependencies") > 0
+      or redis.call("EXISTS", parentKey .. ":unsuccessful") == 1) then
+    return
+  end
+  if redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
+    return
+  end
+  local metaKey = prefix .. "meta"
+  enqueueReadyJob(prefix .. "wait", prefix .. "paused", prefix .. "prioritized", prefix .. "pc",
+    prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
+  emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
+end
+-- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- :processed, :failed (ignored children) and :unsuccessful (failed children).
+local function removeJobKeys(prefix, jobId)
+  local jobKey = prefix .. jobId
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
+    jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+
+local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prioritizedKey, completedKey, failedKey, waitingChildrenKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local stalledKey, eventsKey, metaKey, jobKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local jobId = ARGV[1]
+
+if redis.call("EXISTS", jobKey) == 0 then
+  return -1
+end
+local prefix = queuePrefix(waitingChildrenKey)
+local lists = { { waitKey, "wait" }, { pausedKey, "paused" }, { activeKey, "active" } }
+local sets = { { delayedKey, "delayed" }, { prioritizedKey, "prioritized" },
+  { completedKey, "completed" }, { failedKey, "failed" },
+  { waitingChildrenKey, "waiting-children" } }
+
+-- Breadth first, from a queue of job keys (no recursion: a tree of any depth).
+local queue = redis.call("SMEMBERS", jobKey .. ":dependencies")
+table.sort(queue) -- a set has no order: sorted, so that the reply and the events are the same
+local removed = {}
+local next = 1
+while next <= #queue do
+  local childKey = queue[next]
+  next = next + 1
+  local childId = string.sub(childKey, #prefix + 1)
+  if redis.call("EXISTS", childKey .. ":lock") == 0 then
+    local grandchildren = redis.call("SMEMBERS", childKey .. ":dependencies")
+    table.sort(grandchildren)
+    for _, grandchild in ipairs(grandchildren) do
+      queue[#queue + 1] = grandchild
+    end
+    local prev = nil
+    for _, list in ipairs(lists) do
+      if redis.call("LREM", list[1], "0", childId) > 0 then
+        prev = list[2]
+      end
+    end
+    for _, set in ipairs(sets) do
+      if redis.call("ZREM", set[1], childId) > 0 then
+        prev = set[2]
+      end
+    end
+    redis.call("SREM", stalledKey, childId)
+    local stored = redis.call("HMGET", childKey, "parentKey", "deid")
+    if stored[1] then
+      redis.call("SREM", stored[1] .. ":dependencies", childKey)
+    end
+    releaseDedupId(prefix, childId, stored[2])
+    removeJobKeys(prefix, childId)
+    emitEvent(eventsKey, metaKey, "removed", childId, "prev", prev or "unknown")
+    removed[#removed + 1] = childId
+  end
+end
+releaseParent(waitingChildrenKey, jobId, true)
+return removed
