@@ -17,7 +17,14 @@ from typing import Any
 
 from imports import ImportProfile
 from parsers import ParserResult
-from scriptcost import BulkRow, CycleComparison, InstructionRow, OverheadRow
+from scriptcost import (
+    FLOW_CALLS,
+    BulkRow,
+    CycleComparison,
+    FlowInstructionRow,
+    InstructionRow,
+    OverheadRow,
+)
 from timing import Measurement
 
 
@@ -167,6 +174,7 @@ CYCLE_TARGET = 0.8  # Redis-side time per job cycle at most 0.8 of BullMQ's
 # The records that answer re-sent calls may not take the cycle's server instructions above this.
 CYCLE_CEILING = 0.95
 BULK_TARGET = 1.0  # bulk add at least BullMQ's addBulk rate
+FLOW_TARGET = 0.9  # adding a flow: server instructions at most 0.9 of BullMQ's FlowProducer
 
 
 def _verdict(ok: bool) -> str:
@@ -281,6 +289,34 @@ def instruction_table(rows: Sequence[InstructionRow]) -> str:
     return table(header, body)
 
 
+def flow_table(row: FlowInstructionRow) -> str:
+    header = [
+        "flow",
+        "EchoMQ instr/flow",
+        "BullMQ instr/flow",
+        "EchoMQ/BullMQ",
+        "target",
+        "",
+        "rounds differ by",
+        "EchoMQ instr/job",
+        "BullMQ instr/job",
+    ]
+    body = [
+        [
+            f"1 parent + {row.children} children",
+            f"{row.echomq_per_flow / 1000:.0f}k",
+            f"{row.bullmq_per_flow / 1000:.0f}k",
+            f"{row.ratio:.3f}",
+            f"<= {FLOW_TARGET}",
+            _verdict(row.ratio <= FLOW_TARGET),
+            f"{100 * row.spread:.1f}%",
+            f"{row.echomq_per_flow / FLOW_CALLS / 1000:.0f}k",
+            f"{row.bullmq_per_flow / FLOW_CALLS / 1000:.0f}k",
+        ]
+    ]
+    return table(header, body)
+
+
 def bulk_table(rows: Sequence[BulkRow]) -> str:
     header = ["added by", "jobs/s", "redis us/job", "x BullMQ addBulk", "target", ""]
     body = [
@@ -312,8 +348,12 @@ def script_cost_json(
     cycles: Sequence[CycleComparison],
     instructions: Sequence[InstructionRow] | None,
     bulk: Sequence[BulkRow],
+    flow: FlowInstructionRow | None,
 ) -> dict[str, Any]:
     return {
+        "flow_instructions": None
+        if flow is None
+        else {**_rounded(asdict(flow)), "verdict": _verdict(flow.ratio <= FLOW_TARGET)},
         "job_cycle_instructions": None
         if instructions is None
         else [
@@ -329,6 +369,7 @@ def script_cost_json(
             "cycle_redis_ratio_at_most": CYCLE_TARGET,
             "cycle_instructions_ratio_ceiling": CYCLE_CEILING,
             "bulk_ratio_at_least": BULK_TARGET,
+            "flow_instructions_ratio_at_most": FLOW_TARGET,
         },
         "wrapper_overhead": [
             {**_rounded(asdict(r)), "verdict": _verdict(r.ratio < OVERHEAD_TARGET)}

@@ -320,7 +320,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--callgrind-jobs",
         type=int,
         default=300,
-        help="jobs a round of the job cycle under callgrind (0: skip those rows)",
+        help="jobs a round of the job cycle under callgrind, and a tenth as many flows (at least"
+        " 20) a round in the flow row (0: skip those rows)",
     )
     parser.add_argument(
         "--json",
@@ -395,7 +396,8 @@ class ScriptBenchUnavailable(Exception):
 
 
 def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    """Wrapper overhead, the job cycle and bulk add, on a private pinned redis-server."""
+    """Wrapper overhead, the job cycle and bulk add, on a private pinned redis-server; the job
+    cycle and adding a flow in instructions, on one under callgrind."""
     try:
         import bullmq_side
         import scriptcost
@@ -419,10 +421,15 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             port, bullmq_side.BulkAdd, args.jobs, args.batch, args.rounds, _progress
         )
     instructions = None
+    flow = None
+    flows = max(args.callgrind_jobs // 10, 20)
     if server.callgrind_available() and args.callgrind_jobs > 0:
         with server.callgrind_server() as counted:
             instructions = scriptcost.job_cycle_instructions(
                 counted, counted.port, bullmq_side.BullCycle, args.callgrind_jobs, 2, _progress
+            )
+            flow = scriptcost.flow_instructions(
+                counted, counted.port, bullmq_side.BullFlow, flows, 2, _progress
             )
     where = (
         f"client on CPU {pinned.client_cpus}, redis-server {pinned.version} on CPU"
@@ -452,6 +459,15 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             report.instruction_table(instructions)
             if instructions is not None
             else "(skipped: valgrind is not installed, or --callgrind-jobs 0)",
+            "",
+            (
+                "adding a flow (one MULTI), BullMQ's FlowProducer side by side, the server's"
+                f" instructions under callgrind ({flows} flows, 2 rounds a side, each side's least"
+                " round)"
+            ),
+            report.flow_table(flow)
+            if flow is not None
+            else "(skipped: valgrind is not installed, or --callgrind-jobs 0)",
         ]
     )
     data = {
@@ -464,7 +480,8 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         "wrapper_calls_per_side": args.calls,
         "pipeline_batch": args.batch,
         "callgrind_jobs": args.callgrind_jobs if instructions is not None else None,
-        **report.script_cost_json(overhead, cycles, instructions, bulk),
+        "callgrind_flows": flows if flow is not None else None,
+        **report.script_cost_json(overhead, cycles, instructions, bulk, flow),
     }
     return text, data
 

@@ -12,11 +12,14 @@ How to read the numbers:
 - A job cycle is add, then pick up, then finish. With fetch-next off each step is its own call;
   with fetch-next on, finishing a job picks the next one up in the same call, so the cycle is add
   plus finish (and one pickup to start the chain, spread over the round's jobs).
+- Adding a flow (one parent and FLOW_CHILDREN children, one MULTI) is measured in the server's
+  instructions only, under callgrind, as the job cycle's instruction rows are.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import statistics
@@ -28,6 +31,7 @@ from typing import Any, Protocol
 import redis
 import redis.asyncio
 
+from echomq_scripts.flows import FlowJob, add_flow
 from echomq_scripts.generated import scripts as emq
 
 LOCK_MS = 30_000
@@ -595,6 +599,145 @@ def job_cycle_instructions(
     finally:
         stats.close()
     return rows
+
+
+# -- 3b. adding a flow, EchoMQ and BullMQ, in server instructions ---------------------------
+
+FLOW_CHILDREN = 10
+FLOW_CALLS = 1 + FLOW_CHILDREN  # one add script call a job of the flow
+
+
+class FlowAdder(Protocol):
+    """One side that adds flows of one parent and FLOW_CHILDREN children, each in one MULTI.
+
+    It is made once, before the warm-up, and keeps its connection (and BullMQ's its event loop)
+    to the end, as a long-lived producer does, so that no round counts a connection's set-up.
+    """
+
+    label: str
+
+    def key(self, queue: str, name: str) -> str: ...  # the queue's key `name`, as it spells it
+    def prepare(self, queue: str) -> None: ...  # before a round: the queue's settings
+    def add(self, queue: str, flows: int) -> list[str]: ...  # the parents' ids, in order
+    def close(self) -> None: ...
+
+
+class EchoFlow:
+    """EchoMQ's `echomq_scripts.flows.add_flow`: addParentJob-4, then addStandardJob-6 for each
+    child, in one MULTI through the generated pipeline wrappers."""
+
+    label = "EchoMQ"
+
+    def __init__(self, port: int) -> None:
+        self.client = redis.Redis(host="127.0.0.1", port=port)
+
+    def key(self, queue: str, name: str) -> str:
+        return f"emq:{{{queue}}}:{name}"
+
+    def prepare(self, queue: str) -> None:
+        self.client.hset(self.key(queue, "meta"), "max-events", MAX_EVENTS)
+
+    def add(self, queue: str, flows: int) -> list[str]:
+        parents = []
+        for _ in range(flows):
+            children = [FlowJob("child", queue) for _ in range(FLOW_CHILDREN)]
+            ids = add_flow(self.client, FlowJob("parent", queue, children=children), now=now_ms())
+            parents.append(ids.job_id)
+        return parents
+
+    def close(self) -> None:
+        self.client.close()
+
+
+FlowFactory = Callable[[int], FlowAdder]
+
+
+def _check_flows(stats: redis.Redis, side: FlowAdder, queue: str, parents: list[str]) -> None:
+    """Every parent in waiting-children with all its children pending, and every child waiting."""
+    flows = len(parents)
+    if len(set(parents)) != flows:
+        raise RuntimeError(f"{side.label}: {len(set(parents))} distinct parent ids, not {flows}")
+    pipe = stats.pipeline(transaction=False)
+    pipe.zcard(side.key(queue, "waiting-children"))
+    pipe.llen(side.key(queue, "wait"))
+    for parent in parents:
+        pipe.zscore(side.key(queue, "waiting-children"), parent)
+        pipe.scard(side.key(queue, f"{parent}:dependencies"))
+    parked, waiting, *each = pipe.execute()
+    scores, pending = each[0::2], each[1::2]
+    if parked != flows or any(score is None for score in scores):
+        raise RuntimeError(f"{side.label}: {parked} parents in waiting-children, not {flows}")
+    if any(count != FLOW_CHILDREN for count in pending):
+        raise RuntimeError(f"{side.label}: pending children {pending}, not {FLOW_CHILDREN} each")
+    if waiting != flows * FLOW_CHILDREN:
+        raise RuntimeError(f"{side.label}: {waiting} children waiting, not {flows * FLOW_CHILDREN}")
+
+
+def _flow_round(
+    side: FlowAdder,
+    stats: redis.Redis,
+    queue: str,
+    flows: int,
+    counter: InstructionCounter | None,
+) -> Phase:
+    side.prepare(queue)
+    parents: list[str] = []
+    phase = timed_phase(
+        stats, flows * FLOW_CALLS, lambda: parents.extend(side.add(queue, flows)), counter
+    )
+    _check_flows(stats, side, queue, parents)
+    stats.flushall()
+    return phase
+
+
+@dataclass(frozen=True)
+class FlowInstructionRow:
+    """The server's instructions to add one flow, EchoMQ against BullMQ (callgrind)."""
+
+    flows: int  # a round
+    children: int  # a flow
+    echomq_per_flow: float  # the least round's
+    bullmq_per_flow: float
+    ratio: float
+    spread: float  # the largest relative difference between two rounds of one side
+
+
+def flow_instructions(
+    counter: InstructionCounter,
+    port: int,
+    bull: FlowFactory,
+    flows: int,
+    rounds: int,
+    progress: Callable[[str], None],
+) -> FlowInstructionRow:
+    """A warm-up round of each side, then `rounds` rounds of `flows` flows each, the sides
+    alternating which goes first; each side's least round."""
+    progress(f"adding flows under callgrind (1 parent, {FLOW_CHILDREN} children)")
+    with contextlib.ExitStack() as stack:
+        stats = redis.Redis(host="127.0.0.1", port=port)
+        stack.callback(stats.close)
+        sides: dict[str, FlowAdder] = {}
+        for name, make in (("EchoMQ", EchoFlow), ("BullMQ", bull)):
+            side = make(port)
+            stack.callback(side.close)
+            sides[name] = side
+        for side in sides.values():
+            _flow_round(side, stats, "warm-up", max(flows // 10, 2), None)
+        done: dict[str, list[Phase]] = {name: [] for name in sides}
+        for round_ in range(rounds):
+            order = list(sides.items())
+            for name, side in order if round_ % 2 == 0 else reversed(order):
+                done[name].append(_flow_round(side, stats, "q", flows, counter))
+    counts = {name: [_instructions(p) for p in phases] for name, phases in done.items()}
+    echo, bullmq = min(counts["EchoMQ"]) / flows, min(counts["BullMQ"]) / flows
+    return FlowInstructionRow(
+        flows,
+        FLOW_CHILDREN,
+        echo,
+        bullmq,
+        echo / bullmq,
+        max((max(c) - min(c)) / min(c) for c in counts.values()),
+    )
 
 
 # -- 4. bulk add -----------------------------------------------------------------------------
