@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from . import generated as g
-from .runtime import ArgumentError, Pending
+from .runtime import ArgumentError, Pending, execute
 from .runtime.clients import SyncClient, SyncPipeline
 
 
@@ -53,7 +53,7 @@ def add_flow(client: SyncClient, flow: FlowJob, *, now: int) -> FlowIds:
     """Add `flow` in one MULTI/EXEC on `client` (a redis.Redis or a RedisCluster)."""
     pipe: SyncPipeline = client.pipeline(transaction=True)
     queued = _queue_node(pipe, flow, "", flow.queue, now)
-    replies = pipe.execute(raise_on_error=False)
+    replies = execute(pipe, raise_on_error=False)
     return _ids(queued, replies)
 
 
@@ -90,7 +90,8 @@ def _queue_node(pipe: SyncPipeline, node: FlowJob, parent_id: str, queue: str, n
     if node.children:
         job_id = node.job_id or uuid.uuid4().hex
         pending = g.add_parent_job_pipeline(pipe, job_id=job_id, priority=node.priority, **common)
-        # Checked here too, so that a bad child is refused before the MULTI runs.
+        # Each wrapper checks its arguments as it queues its call: a bad child is refused
+        # before the MULTI is sent.
         return pending, [_queue_node(pipe, child, job_id, queue, now) for child in node.children]
     if node.delay:
         return g.add_delayed_job_pipeline(pipe, job_id=node.job_id, delay=node.delay, **common), []

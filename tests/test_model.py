@@ -205,40 +205,28 @@ class QueueMachine(RuleBasedStateMachine):
             "now": self.now,
             "dedup_id": dedup,
             "parent_id": parent,
+            "opts": opts,
         }
-        wire = {**common, "data": "{}", "opts": opts}
-        self.add_one(kind, wire, {**common, "opts": opts}, delay, priority, data)
+        adders: dict[str, tuple[Callable[..., Any], Callable[..., Any], dict[str, int]]] = {
+            "standard": (g.add_standard_job, self.model.add_standard, {}),
+            "delayed": (g.add_delayed_job, self.model.add_delayed, {"delay": delay}),
+            "prioritized": (
+                g.add_prioritized_job,
+                self.model.add_prioritized,
+                {"priority": priority},
+            ),
+            "parent": (g.add_parent_job, self.model.add_parent, {}),
+        }
+        wrapper, model, extra = adders[kind]
+        if kind == "parent":
+            extra = {"priority": data.draw(st.sampled_from([0, 0, priority]), label="priority")}
 
-    def add_one(
-        self,
-        kind: str,
-        wire: dict[str, Any],
-        model_args: dict[str, Any],
-        delay: int,
-        priority: int,
-        data: st.DataObject,
-    ) -> None:
-        """One add through its wrapper and on the model; a cycle is refused by both."""
-        send: Callable[[], Any]
-        expect: Callable[[], Any]
-        if kind == "standard":
-            send = lambda: g.add_standard_job(self.r, queue=QUEUE, **wire)  # noqa: E731
-            expect = lambda: self.model.add_standard(**model_args)  # noqa: E731
-        elif kind == "delayed":
-            send = lambda: g.add_delayed_job(self.r, queue=QUEUE, delay=delay, **wire)  # noqa: E731
-            expect = lambda: self.model.add_delayed(delay, **model_args)  # noqa: E731
-        elif kind == "prioritized":
-            send = lambda: g.add_prioritized_job(  # noqa: E731
-                self.r, queue=QUEUE, priority=priority, **wire
-            )
-            expect = lambda: self.model.add_prioritized(priority, **model_args)  # noqa: E731
-        else:
-            prio = data.draw(st.sampled_from([0, 0, priority]), label="the parent's priority")
-            send = lambda: g.add_parent_job(self.r, queue=QUEUE, priority=prio, **wire)  # noqa: E731
-            expect = lambda: self.model.add_parent(prio, **model_args)  # noqa: E731
+        def send() -> Any:
+            return wrapper(self.r, queue=QUEUE, data="{}", **common, **extra)
+
         self.last = None
         try:
-            want = expect()
+            want = model(**common, **extra)
         except CycleRefused:
             # An existing job named as a child of its own descendant: refused before any write.
             with pytest.raises(LuaError, match="its own descendant"):
@@ -413,12 +401,10 @@ class QueueMachine(RuleBasedStateMachine):
         job_id = data.draw(st.sampled_from(self.active_jobs()))
         if data.draw(st.sampled_from([True, True, False]), label="adds a child first"):
             kind = data.draw(st.sampled_from(["standard", "delayed", "prioritized"]))
-            wire = self.child_of(job_id, data.draw(job_options()))
-            model_args = {k: v for k, v in wire.items() if k != "data"}
-            self.add_one(kind, wire, model_args, 5, 2, data)
-        holder = self.model.jobs[job_id].lock if job_id in self.model.jobs else None
+            self.add(kind, "", data.draw(job_options()), "", job_id, 5, 2, data)
+        holder = self.model.jobs[job_id].lock
         token = holder if own_token and holder is not None else self.new_token()
-        pending = sorted(self.model.jobs[job_id].pending) if job_id in self.model.jobs else []
+        pending = sorted(self.model.jobs[job_id].pending)
         child = data.draw(st.sampled_from(pending)) if one and pending else ""
         now = self.now
 
@@ -435,17 +421,6 @@ class QueueMachine(RuleBasedStateMachine):
         got = again()
         assert got == model()
         self.remember(again, got, model, "plain")
-
-    def child_of(self, parent_id: str, opts: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "job_id": "",
-            "name": "nc",
-            "data": "{}",
-            "opts": opts,
-            "now": self.now,
-            "dedup_id": "",
-            "parent_id": parent_id,
-        }
 
     @precondition(lambda self: self.model.jobs)
     @rule(data=st.data())
@@ -464,7 +439,7 @@ class QueueMachine(RuleBasedStateMachine):
     @precondition(lambda self: any(j.parent or j.deps for j in self.model.jobs.values()))
     @rule(data=st.data(), what=st.sampled_from(["dependency"] * 3 + ["unprocessed"]))
     def edit_a_flow(self, data: st.DataObject, what: str) -> None:
-        """removeChildDependency-2 on a child, or removeUnprocessedChildren-12 on a parent: one
+        """removeChildDependency-2 on a child, or removeUnprocessedChildren-10 on a parent: one
         rule, drawn less often than the worker's steps, so that most flows run to their end."""
         if what == "dependency":
             children = sorted(j for j, job in self.model.jobs.items() if job.parent)

@@ -41,8 +41,7 @@ def dependencies(q: Queue, job_id: str) -> tuple[Any, ...]:
 
 
 def take(q: Queue, job_id: str) -> None:
-    """Pick up until `job_id` is taken; the jobs taken before it go back by hand: none here, as
-    each scenario leaves one ready job at a time or takes them in order."""
+    """Pick up the next job, which the scenario knows is `job_id`."""
     assert q.take_id() == job_id
 
 

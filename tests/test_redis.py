@@ -52,7 +52,7 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "moveToWaitingChildren-7": -2,
     "pause-5": 1,
     "removeChildDependency-2": -1,
-    "removeUnprocessedChildren-12": -1,
+    "removeUnprocessedChildren-10": -1,
 }
 
 

@@ -2806,7 +2806,7 @@ def remove_child_dependency_pipeline(
 
 
 class RemoveUnprocessedChildrenKeys(NamedTuple):
-    """The keys of removeUnprocessedChildren-12, in KEYS order."""
+    """The keys of removeUnprocessedChildren-10, in KEYS order."""
 
     wait: str
     """The wait list (emq:{q}:wait)"""
@@ -2818,10 +2818,6 @@ class RemoveUnprocessedChildrenKeys(NamedTuple):
     """The delayed set (emq:{q}:delayed)"""
     prioritized: str
     """The prioritized set (emq:{q}:prioritized)"""
-    completed: str
-    """The completed set (emq:{q}:completed)"""
-    failed: str
-    """The failed set (emq:{q}:failed)"""
     waiting_children: str
     """The waiting-children set (emq:{q}:waiting-children)"""
     stalled: str
@@ -2837,9 +2833,9 @@ class RemoveUnprocessedChildrenKeys(NamedTuple):
 _REMOVE_UNPROCESSED_CHILDREN = Script(
     ScriptSpec(
         name="removeUnprocessedChildren",
-        script_id="removeUnprocessedChildren-12",
-        num_keys=12,
-        sha1="ea0b09c7880d8dee1be291c96e1b7563b90825ca",
+        script_id="removeUnprocessedChildren-10",
+        num_keys=10,
+        sha1="e0d89177a516d24c84059ab74ed902deace16c1f",
         returns="list[string]",
         codes=(-1,),
         package="echomq_scripts.generated",
@@ -2849,8 +2845,6 @@ _REMOVE_UNPROCESSED_CHILDREN = Script(
             "emq:{q}:active",
             "emq:{q}:delayed",
             "emq:{q}:prioritized",
-            "emq:{q}:completed",
-            "emq:{q}:failed",
             "emq:{q}:waiting-children",
             "emq:{q}:stalled",
             "emq:{q}:events",
@@ -2867,8 +2861,8 @@ def remove_unprocessed_children_keys(
     queue: str,
     job_id: str,
 ) -> RemoveUnprocessedChildrenKeys:
-    """The keys of removeUnprocessedChildren-12 for `queue` and the ids they name."""
-    _script = "removeUnprocessedChildren-12"
+    """The keys of removeUnprocessedChildren-10 for `queue` and the ids they name."""
+    _script = "removeUnprocessedChildren-10"
     runtime.id_arg(_script, "job_id", job_id)
     _built = _REMOVE_UNPROCESSED_CHILDREN.keys_for(
         queue,
@@ -2884,7 +2878,7 @@ def _remove_unprocessed_children_call(
     keys: RemoveUnprocessedChildrenKeys | None,
     job_id: str,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
-    _script = "removeUnprocessedChildren-12"
+    _script = "removeUnprocessedChildren-10"
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
     ]
@@ -2902,7 +2896,7 @@ def _remove_unprocessed_children_call(
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
-        _checked = runtime.check_keys(_script, keys, 12)
+        _checked = runtime.check_keys(_script, keys, 10)
         runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
@@ -2918,9 +2912,10 @@ def remove_unprocessed_children(
     its
 
     hash, its companion keys and its deduplication id, and a `removed` event. A child that a
-    worker holds (its lock exists) is kept, with its own children. Children that completed
-    or failed are kept: they are the parent's results. The parent, with nothing pending any
-    more, moves out of waiting-children as when its last child completes.
+    worker holds (its lock exists) is kept, with its own children. A pending child has not
+    finished, so none is in completed or failed: the children that finished are the parent's
+    results, and stay. The parent, with nothing pending any more, moves out of waiting-
+    children as when its last child completes.
 
     Args:
         job_id (id): the parent's id

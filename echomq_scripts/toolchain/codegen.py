@@ -265,16 +265,9 @@ class ScriptView:
 
     @property
     def cast_return(self) -> list[str]:
-        """The wrapper's `return cast(...)` lines, wrapped as `ruff format` wraps a call that
-        does not fit in 100 columns."""
+        """The wrapper's `return cast(...)`, laid out as `ruff format` lays it out."""
         call = f"{self.constant}.result(_reply{self.job_id_suffix})"
-        one_line = f"    return cast({self.return_type}, {call})"
-        if len(one_line) <= 100:
-            return [one_line]
-        arguments = f"        {self.return_type}, {call}"
-        if len(arguments) <= 100:
-            return ["    return cast(", arguments, "    )"]
-        return ["    return cast(", f"        {self.return_type},", f"        {call},", "    )"]
+        return call_lines("    ", "return cast", [self.return_type, call])
 
     @property
     def call_parameters(self) -> list[str]:

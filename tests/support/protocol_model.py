@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from echomq_scripts.runtime import keys
+
 Event = tuple[str, ...]
 """An event as the stream holds it: event, jobId, then field and value pairs, all text."""
 
@@ -382,7 +384,8 @@ class QueueModel:
         return job_id in drop
 
     def job_key(self, job_id: str) -> str:
-        return f"emq:{{{self.name}}}:{job_id}"
+        """A child as a parent's keys name it: its job key (the protocol's key names)."""
+        return keys.job(self.name, job_id)
 
     def _release(self, parent_id: str, when_done: bool) -> None:
         """includes/releaseParent.lua."""
@@ -615,13 +618,9 @@ class QueueModel:
         for listed in (self.wait, self.paused_list, self.active):
             while job_id in listed:
                 listed.remove(job_id)
-        for scored in (
-            self.delayed,
-            self.prioritized,
-            self.completed,
-            self.failed,
-            self.waiting_children,
-        ):
+        # A pending child has not finished: the script does not look in completed or failed.
+        assert self.jobs[job_id].state not in ("completed", "failed"), job_id
+        for scored in (self.delayed, self.prioritized, self.waiting_children):
             scored.pop(job_id, None)
         self.stalled.discard(job_id)
 

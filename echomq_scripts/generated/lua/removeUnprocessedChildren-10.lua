@@ -1,15 +1,14 @@
 --- Removes a parent's pending children, and theirs, to any depth: each from its state, with its
 --- hash, its companion keys and its deduplication id, and a `removed` event. A child that a worker
---- holds (its lock exists) is kept, with its own children. Children that completed or failed are
---- kept: they are the parent's results. The parent, with nothing pending any more, moves out of
+--- holds (its lock exists) is kept, with its own children. A pending child has not finished, so
+--- none is in completed or failed: the children that finished are the parent's results, and
+--- stay. The parent, with nothing pending any more, moves out of
 --- waiting-children as when its last child completes.
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key paused            `emq:{q}:paused`            the paused list
 --- @key active            `emq:{q}:active`            the active list
 --- @key delayed           `emq:{q}:delayed`           the delayed set
 --- @key prioritized       `emq:{q}:prioritized`       the prioritized set
---- @key completed         `emq:{q}:completed`         the completed set
---- @key failed            `emq:{q}:failed`            the failed set
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
 --- @key stalled           `emq:{q}:stalled`           the stalled set
 --- @key events            `emq:{q}:events`            the event stream
@@ -117,8 +116,8 @@ local function removeJobKeys(prefix, jobId)
 end
 
 local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local prioritizedKey, completedKey, failedKey, waitingChildrenKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local stalledKey, eventsKey, metaKey, jobKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local prioritizedKey, waitingChildrenKey, stalledKey = KEYS[5], KEYS[6], KEYS[7]
+local eventsKey, metaKey, jobKey = KEYS[8], KEYS[9], KEYS[10]
 local jobId = ARGV[1]
 
 if redis.call("EXISTS", jobKey) == 0 then
@@ -127,17 +126,16 @@ end
 local prefix = queuePrefix(waitingChildrenKey)
 local lists = { { waitKey, "wait" }, { pausedKey, "paused" }, { activeKey, "active" } }
 local sets = { { delayedKey, "delayed" }, { prioritizedKey, "prioritized" },
-  { completedKey, "completed" }, { failedKey, "failed" },
   { waitingChildrenKey, "waiting-children" } }
 
 -- Breadth first, from a queue of job keys (no recursion: a tree of any depth).
 local queue = redis.call("SMEMBERS", jobKey .. ":dependencies")
 table.sort(queue) -- a set has no order: sorted, so that the reply and the events are the same
 local removed = {}
-local next = 1
-while next <= #queue do
-  local childKey = queue[next]
-  next = next + 1
+local head = 1
+while head <= #queue do
+  local childKey = queue[head]
+  head = head + 1
   local childId = string.sub(childKey, #prefix + 1)
   if redis.call("EXISTS", childKey .. ":lock") == 0 then
     local grandchildren = redis.call("SMEMBERS", childKey .. ":dependencies")
