@@ -24,7 +24,7 @@ import redis
 from bullmq import FlowProducer, Job, Queue
 from bullmq.redis_connection import SCRIPT_DEFINITIONS, loadScript
 from bullmq.scripts import Scripts, raw2NextJobData
-from scriptcost import FLOW_CHILDREN, LOCK_MS, MAX_EVENTS, now_ms
+from scriptcost import FLOW_CHILDREN, FLOW_JOBS, LOCK_MS, MAX_EVENTS, now_ms
 
 PREFIX = "bull"
 
@@ -128,6 +128,7 @@ class BullFlow:
     (its connection is made in the warm-up), as a long-lived producer does."""
 
     label = "BullMQ"
+    calls = FLOW_JOBS  # addParentJob, then addStandardJob for each child
 
     def __init__(self, port: int) -> None:
         self.client = redis.Redis(host="127.0.0.1", port=port, decode_responses=True)

@@ -18,7 +18,7 @@ from typing import Any
 from imports import ImportProfile
 from parsers import ParserResult
 from scriptcost import (
-    FLOW_CALLS,
+    FLOW_JOBS,
     BulkRow,
     CycleComparison,
     FlowInstructionRow,
@@ -310,8 +310,8 @@ def flow_table(row: FlowInstructionRow) -> str:
             f"<= {FLOW_TARGET}",
             _verdict(row.ratio <= FLOW_TARGET),
             f"{100 * row.spread:.1f}%",
-            f"{row.echomq_per_flow / FLOW_CALLS / 1000:.0f}k",
-            f"{row.bullmq_per_flow / FLOW_CALLS / 1000:.0f}k",
+            f"{row.echomq_per_flow / FLOW_JOBS / 1000:.0f}k",
+            f"{row.bullmq_per_flow / FLOW_JOBS / 1000:.0f}k",
         ]
     ]
     return table(header, body)

@@ -461,9 +461,9 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             else "(skipped: valgrind is not installed, or --callgrind-jobs 0)",
             "",
             (
-                "adding a flow (one MULTI), BullMQ's FlowProducer side by side, the server's"
-                f" instructions under callgrind ({flows} flows, 2 rounds a side, each side's least"
-                " round)"
+                "adding a flow (EchoMQ's addFlow-10, BullMQ's FlowProducer), side by side, the"
+                f" server's instructions under callgrind ({flows} flows, 2 rounds a side, each"
+                " side's least round)"
             ),
             report.flow_table(flow)
             if flow is not None

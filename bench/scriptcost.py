@@ -12,7 +12,8 @@ How to read the numbers:
 - A job cycle is add, then pick up, then finish. With fetch-next off each step is its own call;
   with fetch-next on, finishing a job picks the next one up in the same call, so the cycle is add
   plus finish (and one pickup to start the chain, spread over the round's jobs).
-- Adding a flow (one parent and FLOW_CHILDREN children, one MULTI) is measured in the server's
+- Adding a flow (one parent and FLOW_CHILDREN children: EchoMQ's one addFlow-10 call, BullMQ's
+  MULTI of add scripts) is measured in the server's
   instructions only, under callgrind, as the job cycle's instruction rows are.
 """
 
@@ -174,7 +175,6 @@ def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[Ove
             opts={},
             now=now_ms(),
             dedup_id="",
-            parent_id="",
         )
         emq.load_all(client)
         now = now_ms()
@@ -207,7 +207,6 @@ def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[Ove
                     opts={},
                     now=now,
                     dedup_id="",
-                    parent_id="",
                 )
 
         def pipelined(call: Callable[[Any], Any], decode: bool) -> _Pair:
@@ -245,7 +244,6 @@ def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[Ove
                     opts={},
                     now=now,
                     dedup_id="",
-                    parent_id="",
                 ),
             ),
         ]
@@ -319,7 +317,6 @@ class EchoCycle:
             opts={},
             now=now_ms(),
             dedup_id="",
-            parent_id="",
         )
         return job_id
 
@@ -604,17 +601,18 @@ def job_cycle_instructions(
 # -- 3b. adding a flow, EchoMQ and BullMQ, in server instructions ---------------------------
 
 FLOW_CHILDREN = 10
-FLOW_CALLS = 1 + FLOW_CHILDREN  # one add script call a job of the flow
+FLOW_JOBS = 1 + FLOW_CHILDREN
 
 
 class FlowAdder(Protocol):
-    """One side that adds flows of one parent and FLOW_CHILDREN children, each in one MULTI.
+    """One side that adds flows of one parent and FLOW_CHILDREN children, each all at once.
 
     It is made once, before the warm-up, and keeps its connection (and BullMQ's its event loop)
     to the end, as a long-lived producer does, so that no round counts a connection's set-up.
     """
 
     label: str
+    calls: int  # the script calls a flow takes
 
     def key(self, queue: str, name: str) -> str: ...  # the queue's key `name`, as it spells it
     def prepare(self, queue: str) -> None: ...  # before a round: the queue's settings
@@ -623,10 +621,10 @@ class FlowAdder(Protocol):
 
 
 class EchoFlow:
-    """EchoMQ's `echomq_scripts.flows.add_flow`: addParentJob-4, then addStandardJob-6 for each
-    child, in one MULTI through the generated pipeline wrappers."""
+    """EchoMQ's `echomq_scripts.flows.add_flow`: one addFlow-10 a flow."""
 
     label = "EchoMQ"
+    calls = 1
 
     def __init__(self, port: int) -> None:
         self.client = redis.Redis(host="127.0.0.1", port=port)
@@ -683,7 +681,7 @@ def _flow_round(
     side.prepare(queue)
     parents: list[str] = []
     phase = timed_phase(
-        stats, flows * FLOW_CALLS, lambda: parents.extend(side.add(queue, flows)), counter
+        stats, flows * side.calls, lambda: parents.extend(side.add(queue, flows)), counter
     )
     _check_flows(stats, side, queue, parents)
     stats.flushall()
@@ -763,7 +761,6 @@ def _queue_adds(pipe: Any, queue: str, first: int, size: int) -> list[Any]:
             opts={},
             now=now_ms(),
             dedup_id="",
-            parent_id="",
         )
         for i in range(size)
     ]

@@ -1,28 +1,29 @@
-"""Adding a flow: a parent and its children, to any depth, in one MULTI/EXEC of the add scripts.
+"""Adding a flow: a parent and its children, to any depth, with one call of addFlow-10.
 
-A flow lives in one queue. Its jobs' keys share the queue's hash tag, so one MULTI reaches them
-all on one Redis Cluster slot, and a child names its parent by id alone (`parent_id`); a node that
-names another queue than its parent's is refused here, before anything is sent. The parent goes
-first, then its children: a node with children is added by addParentJob-4 (to waiting-children),
-a leaf by the add script its options pick (delayed, prioritized, else standard). Each node that
-has children needs its id before the MULTI runs, as its children send it; one without a custom
-id gets a random one (uuid4, hex). A leaf without one is numbered by the server, as any add.
+A flow lives in one queue. Its jobs' keys share the queue's hash tag, so one script reaches them
+all on one Redis Cluster slot, and a child names its parent by its place in the tree; a node that
+names another queue than its parent's is refused here, before anything is sent. The script checks
+the whole flow before it writes any of it, so a failure code (-5, -7) or a refused argument adds
+nothing. A node's arguments are checked here as the generated wrappers check theirs, so a bad one
+sends nothing.
 
-The generated wrappers check every argument of every node before the first is queued, so a bad
-one sends nothing; a failure code inside the MULTI (-7 for a custom id that another parent holds)
-is raised after it, with the jobs before it added.
+A node with children goes to waiting-children; a leaf to delayed when it has a delay, else to
+prioritized when it has a priority, else to wait. `parent_id` makes the root a child of a job that
+exists: how a single job is added below a parent, and how an active job adds the children it then
+waits for (moveToWaitingChildren-7).
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypedDict
 
 from . import generated as g
-from .runtime import ArgumentError, Pending, execute
-from .runtime.clients import SyncClient, SyncPipeline
+from .runtime import ArgumentError, arguments
+from .runtime.clients import AsyncClient, SyncClient
+
+_SCRIPT = "addFlow-10"
+_MAX_PRIORITY = 2097151
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class FlowJob:
     queue: str
     data: str = "{}"
     opts: Mapping[str, object] = field(default_factory=dict)
-    job_id: str = ""  # a custom id, or "" for one chosen as the module says
+    job_id: str = ""  # a custom id, or "" for one the server numbers, as any add
     delay: int = 0  # a leaf's delay, in ms
     priority: int = 0  # a leaf's priority, or a parent's once its children are done
     dedup_id: str = ""
@@ -42,67 +43,68 @@ class FlowJob:
 
 @dataclass(frozen=True)
 class FlowIds:
-    """The ids a flow's jobs got, in the shape of the flow: `added` is 0 for a job that existed."""
+    """The ids a flow's jobs got, in the shape of the flow.
+
+    `added` is 0 for a job that existed or was deduplicated; `job_id` is "" for a node below a
+    deduplicated one, which was not added either."""
 
     job_id: str
     added: int
     children: tuple[FlowIds, ...]
 
 
-def add_flow(client: SyncClient, flow: FlowJob, *, now: int) -> FlowIds:
-    """Add `flow` in one MULTI/EXEC on `client` (a redis.Redis or a RedisCluster)."""
-    pipe: SyncPipeline = client.pipeline(transaction=True)
-    queued = _queue_node(pipe, flow, "", flow.queue, now)
-    replies = execute(pipe, raise_on_error=False)
-    return _ids(queued, replies)
+def add_flow(client: SyncClient, flow: FlowJob, *, now: int, parent_id: str = "") -> FlowIds:
+    """Add `flow` with one addFlow-10 on `client` (a redis.Redis or a RedisCluster); with
+    `parent_id`, its root becomes a child of that existing job of the flow's queue."""
+    replies = g.add_flow(client, queue=flow.queue, now=now, parent_id=parent_id, node=_nodes(flow))
+    return _ids(flow, iter(replies))
 
 
-_Queued = tuple[Pending[tuple[str, int]], list["_Queued"]]
+async def add_flow_async(
+    client: AsyncClient, flow: FlowJob, *, now: int, parent_id: str = ""
+) -> FlowIds:
+    """`add_flow` on a redis.asyncio client (a Redis or a RedisCluster)."""
+    replies = await g.add_flow_async(
+        client, queue=flow.queue, now=now, parent_id=parent_id, node=_nodes(flow)
+    )
+    return _ids(flow, iter(replies))
 
 
-class _AddArguments(TypedDict):
-    """What every add wrapper takes besides its own arguments."""
-
-    queue: str
-    name: str
-    data: str
-    opts: Mapping[str, object]
-    now: int
-    dedup_id: str
-    parent_id: str
+def _nodes(flow: FlowJob) -> list[bytes]:
+    """addFlow-10's node values: the tree in pre-order, 8 values a node."""
+    return [value for node in _preorder(flow, flow.queue) for value in _encoded(node)]
 
 
-def _queue_node(pipe: SyncPipeline, node: FlowJob, parent_id: str, queue: str, now: int) -> _Queued:
+def _preorder(node: FlowJob, queue: str) -> Iterator[FlowJob]:
     if node.queue != queue:
         raise ArgumentError(
             f"job {node.name!r} is in queue {node.queue!r} but its parent is in {queue!r}: a "
             "flow lives in one queue, whose keys share one hash tag"
         )
-    common: _AddArguments = {
-        "queue": queue,
-        "name": node.name,
-        "data": node.data,
-        "opts": node.opts,
-        "now": now,
-        "dedup_id": node.dedup_id,
-        "parent_id": parent_id,
-    }
-    if node.children:
-        job_id = node.job_id or uuid.uuid4().hex
-        pending = g.add_parent_job_pipeline(pipe, job_id=job_id, priority=node.priority, **common)
-        # Each wrapper checks its arguments as it queues its call: a bad child is refused
-        # before the MULTI is sent.
-        return pending, [_queue_node(pipe, child, job_id, queue, now) for child in node.children]
-    if node.delay:
-        return g.add_delayed_job_pipeline(pipe, job_id=node.job_id, delay=node.delay, **common), []
-    if node.priority:
-        return g.add_prioritized_job_pipeline(
-            pipe, job_id=node.job_id, priority=node.priority, **common
-        ), []
-    return g.add_standard_job_pipeline(pipe, job_id=node.job_id, **common), []
+    if node.children and node.delay:
+        raise ArgumentError(
+            f"{_SCRIPT}: job {node.name!r} has children and a delay: a parent runs when its "
+            "children are done"
+        )
+    yield node
+    for child in node.children:
+        yield from _preorder(child, queue)
 
 
-def _ids(queued: _Queued, replies: Sequence[object]) -> FlowIds:
-    pending, children = queued
-    job_id, added = pending.result(replies)
-    return FlowIds(job_id, added, tuple(_ids(child, replies) for child in children))
+def _encoded(node: FlowJob) -> tuple[bytes, ...]:
+    """A node's 8 values, checked as addFlow-10 checks them."""
+    return (
+        arguments.id_arg(_SCRIPT, "job_id", node.job_id, optional=True),
+        arguments.string_arg(_SCRIPT, "name", node.name),
+        arguments.string_arg(_SCRIPT, "data", node.data),
+        arguments.json_arg(_SCRIPT, "opts", node.opts, form="object"),
+        arguments.string_arg(_SCRIPT, "dedup_id", node.dedup_id),
+        arguments.int_arg(_SCRIPT, "delay", node.delay, low=0),
+        arguments.int_arg(_SCRIPT, "priority", node.priority, low=0, high=_MAX_PRIORITY),
+        str(len(node.children)).encode(),
+    )
+
+
+def _ids(node: FlowJob, replies: Iterator[tuple[str, int]]) -> FlowIds:
+    job_id, added = next(replies)
+    return FlowIds(job_id, added, tuple(_ids(child, replies) for child in node.children))

@@ -1,6 +1,6 @@
 --- Adds a job that runs after a delay: to delayed, scored by the time it becomes due.
 --- An existing custom id, or a deduplication id still held, adds nothing and answers that job's
---- id; an existing custom id with another parent answers -7.
+--- id. A job with a parent is added by addFlow.
 --- @key delayed  `emq:{q}:delayed`  the delayed set, scored by run-at
 --- @key meta     `emq:{q}:meta`     the queue's meta hash
 --- @key id       `emq:{q}:id`       the counter of generated ids
@@ -12,11 +12,8 @@
 --- @arg opts       json(object)        the job's options (attempts, backoff, ...)
 --- @arg now        int(0..)            the caller's clock, in milliseconds
 --- @arg dedup_id   string              a deduplication id, or ""
---- @arg parent_id  id?                 the id of a parent job in this queue, or ""
 --- @arg delay      int(0..)            milliseconds from now until the job is due
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
---- @error -5 ParentJobNotExist
---- @error -7 ParentJobCannotBeReplaced
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
 --- @include "includes/intArg"
@@ -25,16 +22,12 @@
 
 local delayedKey, metaKey, idKey, eventsKey, markerKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local jobId, name, data, opts, now, dedupId, parentId =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local delay = intArg(ARGV[8], "delay", 0)
+local jobId, name, data, opts, now, dedupId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local delay = intArg(ARGV[7], "delay", 0)
 
 local runAt = nowArg(now) + delay
-local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId, parentId,
+local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId,
   { "delay", delay })
-if not added and type(id) == "number" then
-  return id -- a failure code
-end
 if added then
   redis.call("ZADD", delayedKey, runAt, id)
   signalWork(markerKey, runAt)

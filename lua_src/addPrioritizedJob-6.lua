@@ -1,7 +1,7 @@
 --- Adds a job with a priority: to prioritized, where a lower number runs first and jobs of one
 --- priority run in the order they were added.
 --- An existing custom id, or a deduplication id still held, adds nothing and answers that job's
---- id; an existing custom id with another parent answers -7.
+--- id. A job with a parent is added by addFlow.
 --- @key prioritized  `emq:{q}:prioritized`  the prioritized set
 --- @key pc           `emq:{q}:pc`           the counter that orders jobs of one priority
 --- @key meta         `emq:{q}:meta`         the queue's meta hash
@@ -14,11 +14,8 @@
 --- @arg opts       json(object)        the job's options (attempts, backoff, ...)
 --- @arg now        int(0..)            the caller's clock, in milliseconds
 --- @arg dedup_id   string              a deduplication id, or ""
---- @arg parent_id  id?                 the id of a parent job in this queue, or ""
 --- @arg priority   int(1..2097151)     1 (runs first) to 2097151
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
---- @error -5 ParentJobNotExist
---- @error -7 ParentJobCannotBeReplaced
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
 --- @include "includes/intArg"
@@ -26,15 +23,11 @@
 
 local prioritizedKey, pcKey, metaKey, idKey, eventsKey, markerKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local jobId, name, data, opts, now, dedupId, parentId =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local priority = intArg(ARGV[8], "priority", 1, 2097151) -- refused before anything else
+local jobId, name, data, opts, now, dedupId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local priority = intArg(ARGV[7], "priority", 1, 2097151) -- refused before anything else
 
-local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId, parentId,
+local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId,
   { "priority", priority })
-if not added and type(id) == "number" then
-  return id -- a failure code
-end
 if added then
   local paused = redis.call("HEXISTS", metaKey, "paused") == 1
   pushPrioritized(prioritizedKey, pcKey, markerKey, paused, id, priority)

@@ -1,6 +1,6 @@
 --- Adds a job that can run now: to wait, or to paused while the queue is paused.
 --- An existing custom id, or a deduplication id still held, adds nothing and answers that job's
---- id; an existing custom id with another parent answers -7.
+--- id. A job with a parent is added by addFlow.
 --- @key wait    `emq:{q}:wait`    the wait list
 --- @key paused  `emq:{q}:paused`  the paused list
 --- @key meta    `emq:{q}:meta`    the queue's meta hash
@@ -13,23 +13,16 @@
 --- @arg opts       json(object)        the job's options (attempts, backoff, ...)
 --- @arg now        int(0..)            the caller's clock, in milliseconds
 --- @arg dedup_id   string              a deduplication id, or ""
---- @arg parent_id  id?                 the id of a parent job in this queue, or ""
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
---- @error -5 ParentJobNotExist
---- @error -7 ParentJobCannotBeReplaced
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
 --- @include "includes/pushReady"
 
 local waitKey, pausedKey, metaKey, idKey, eventsKey, markerKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local jobId, name, data, opts, now, dedupId, parentId =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local jobId, name, data, opts, now, dedupId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
-local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId, parentId, {})
-if not added and type(id) == "number" then
-  return id -- a failure code
-end
+local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId, {})
 if added then
   local paused = redis.call("HEXISTS", metaKey, "paused") == 1
   local state = pushReady(waitKey, pausedKey, markerKey, paused, id)

@@ -166,7 +166,7 @@ missing = [name for name in sys.argv[2:] if importlib.util.find_spec(name) is No
 client = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
 job_id, added = emq.add_standard_job(
     client, queue="mail", job_id="", name="send", data="{}", opts={}, now=1000,
-    dedup_id="", parent_id="",
+    dedup_id="",
 )
 taken, fields, _ = emq.move_to_active(
     client, queue="mail", token="t1", lock_duration=30000, now=1001, limit_max=0,

@@ -95,7 +95,6 @@ def test_no_job_is_lost_or_completed_twice_across_a_failover(
             opts={},
             now=1,
             dedup_id="",
-            parent_id="",
         )
     completions: Counter[str] = Counter()
     killed_port = 0

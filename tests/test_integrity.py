@@ -21,6 +21,7 @@ import redis
 import redis.cluster
 from hypothesis import HealthCheck, given, settings
 
+from echomq_scripts import flows
 from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import ArgumentError, LuaError, keys
@@ -32,13 +33,11 @@ ADDS: dict[str, tuple[Callable[..., Any], Callable[[str], Any], list[str]]] = {
     "addStandardJob": (g.add_standard_job, g.add_standard_job_keys, []),
     "addDelayedJob": (g.add_delayed_job, g.add_delayed_job_keys, ["10"]),
     "addPrioritizedJob": (g.add_prioritized_job, g.add_prioritized_job_keys, ["1"]),
-    "addParentJob": (g.add_parent_job, g.add_parent_job_keys, ["0"]),
 }
 EXTRA = {
     "addStandardJob": {},
     "addDelayedJob": {"delay": 10},
     "addPrioritizedJob": {"priority": 1},
-    "addParentJob": {"priority": 0},
 }
 
 
@@ -78,33 +77,51 @@ def test_the_scripts_reserve_the_names_keys_py_reserves() -> None:
 
 
 @pytest.mark.parametrize("script", sorted(ADDS))
-@pytest.mark.parametrize("as_parent", [False, True], ids=["job_id", "parent_id"])
 @pytest.mark.parametrize("hostile", HOSTILE_IDS)
 def test_an_id_that_could_name_another_key_is_refused_before_any_write(
-    q: Queue, script: str, as_parent: bool, hostile: str
+    q: Queue, script: str, hostile: str
 ) -> None:
     wrapper, keys_of, extra = ADDS[script]
     q.add("7")  # a job whose companion keys a hostile id would name
-    q.add("p")
     before = snapshot(q.r, q.name)
-    ids = {"job_id": "", "parent_id": hostile} if as_parent else {"job_id": hostile}
-    arguments = {"job_id": "", "parent_id": "", **ids}
     with pytest.raises(ArgumentError, match="job id"):
         wrapper(
             nowhere(),
             queue=q.name,
+            job_id=hostile,
             name="n",
             data="{}",
             opts={},
             now=NOW,
             dedup_id="",
-            **arguments,
             **EXTRA.get(script, {}),
         )
-    args = [arguments["job_id"], "n", "{}", "{}", str(NOW), "d", arguments["parent_id"], *extra]
+    with pytest.raises(LuaError, match=re.escape(f"job id '{hostile}'")):
+        raw(script, q.r, keys_of(q.name), [hostile, "n", "{}", "{}", str(NOW), "d", *extra])
+    assert snapshot(q.r, q.name) == before
+    assert q.check() == {"7": "wait"}
+
+
+@pytest.mark.parametrize("as_parent", [False, True], ids=["job_id", "parent_id"])
+@pytest.mark.parametrize("hostile", HOSTILE_IDS)
+def test_a_flow_with_an_id_that_could_name_another_key_writes_nothing(
+    q: Queue, as_parent: bool, hostile: str
+) -> None:
+    q.add("7")
+    q.add("p")
+    before = snapshot(q.r, q.name)
+    # The bad id is the second node's, or the root's parent: the first node is fine, and is
+    # not added either.
+    root = q.node("", q.node("" if as_parent else hostile))
+    with pytest.raises(ArgumentError, match="job id"):
+        flows.add_flow(nowhere(), root, now=NOW, parent_id=hostile if as_parent else "")
+    node = ["", "n", "{}", "{}", "d", "0", "0"]
+    args = [str(NOW), hostile if as_parent else "p", *node, "1", *node, "0"]
+    if not as_parent:
+        args[2 + 8] = hostile
     what = "parent id" if as_parent else "job id"
     with pytest.raises(LuaError, match=re.escape(f"{what} '{hostile}'")):
-        raw(script, q.r, keys_of(q.name), args)
+        raw("addFlow", q.r, g.add_flow_keys(q.name), args)
     assert snapshot(q.r, q.name) == before
     assert q.check() == {"7": "wait", "p": "wait"}
 
@@ -170,7 +187,7 @@ def test_options_the_script_refuses_no_wrapper_call_can_send(r: redis.Redis, opt
     r.flushall()
     call_keys = g.add_standard_job_keys("opts")
     try:
-        raw("addStandardJob", r, call_keys, ["", "n", "{}", opts, str(NOW), "", ""])
+        raw("addStandardJob", r, call_keys, ["", "n", "{}", opts, str(NOW), ""])
         refused = ""
     except LuaError as exc:
         refused = str(exc)
@@ -191,7 +208,6 @@ def test_options_the_script_refuses_no_wrapper_call_can_send(r: redis.Redis, opt
             opts=opts,  # type: ignore[arg-type]
             now=NOW,
             dedup_id="",
-            parent_id="",
         )
 
 
@@ -211,7 +227,6 @@ def test_options_a_wrapper_sends_the_script_takes(r: redis.Redis, opts: dict[str
             opts=opts,
             now=NOW,
             dedup_id="",
-            parent_id="",
         )
     except ArgumentError:
         # Refused only what JSON cannot say (an infinity): nothing was sent.
@@ -231,7 +246,7 @@ def test_options_a_wrapper_sends_the_script_takes(r: redis.Redis, opts: dict[str
 
 def test_a_parent_with_a_pending_child_cannot_complete(q: Queue) -> None:
     q.add("1")
-    q.add("2", parent_id="1")
+    q.add_child("1", "2")
     assert q.take_id() == "1"
     events = len(q.events())
     with pytest.raises(errors.JobPendingChildren):
@@ -248,7 +263,7 @@ def test_a_parent_with_a_pending_child_cannot_complete(q: Queue) -> None:
 
 def test_a_child_finishing_after_its_parent_was_removed_leaves_no_key(q: Queue) -> None:
     q.add("1", opts={"removeOnFail": True})
-    q.add("2", parent_id="1")
+    q.add_child("1", "2")
     assert q.take_id() == "1"
     assert q.fail("1")[0] == "failed"  # failing is allowed with children pending
     assert q.check() == {"2": "wait"}

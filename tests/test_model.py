@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -36,9 +37,17 @@ from hypothesis.stateful import (
 )
 
 from echomq_scripts import generated as g
+from echomq_scripts.flows import FlowIds, FlowJob, add_flow
 from echomq_scripts.runtime import ArgumentError, LuaError, ScriptFailed, keys
 from tests.support.invariants import HOSTILE_IDS, NOW, assert_one_state, text
-from tests.support.protocol_model import POLICIES, CycleRefused, Event, Job, QueueModel
+from tests.support.protocol_model import (
+    POLICIES,
+    CycleRefused,
+    Event,
+    FlowRefused,
+    Job,
+    QueueModel,
+)
 
 QUEUE = "model"
 LOCK_MS = 60_000
@@ -88,6 +97,37 @@ def job_options(draw: st.DrawFn) -> dict[str, Any]:
 
 
 jitters = st.sampled_from([0.0, 0.5, 0.0007, 0.999])
+
+
+@st.composite
+def flow_nodes(draw: st.DrawFn, leaf: bool = False, depth: int = 0) -> FlowJob:
+    """A flow's node: a custom id or none, options with a policy often, a deduplication id
+    sometimes; a leaf with a delay or a priority or neither; a parent (up to three levels) with
+    one to three children and sometimes the priority it runs with once released."""
+    children: list[FlowJob] = []
+    if not leaf and depth < 2 and draw(st.booleans(), label="parent"):
+        size = draw(st.integers(1, 3), label="children")
+        children = [draw(flow_nodes(depth=depth + 1)) for _ in range(size)]
+    shape = draw(st.sampled_from(["ready", "ready", "delayed", "prioritized"]), label="shape")
+    return FlowJob(
+        name=f"f{depth}",
+        queue=QUEUE,
+        opts=draw(job_options()),
+        job_id=draw(st.one_of(st.just(""), st.just(""), st.sampled_from(CUSTOM_IDS))),
+        delay=draw(st.sampled_from([5, 100])) if shape == "delayed" and not children else 0,
+        priority=draw(st.integers(1, 4)) if shape == "prioritized" else 0,
+        dedup_id=draw(st.one_of(st.just(""), st.just(""), st.just(""), st.sampled_from(DEDUP_IDS))),
+        children=children,
+    )
+
+
+def flows() -> st.SearchStrategy[FlowJob]:
+    return flow_nodes()
+
+
+def flattened(ids: FlowIds) -> list[tuple[str, int]]:
+    """A flow's ids in the order addFlow-10 answers them."""
+    return [(ids.job_id, ids.added), *(pair for child in ids.children for pair in flattened(child))]
 
 
 def call(action: Callable[[], Any]) -> Any:
@@ -166,45 +206,21 @@ class QueueMachine(RuleBasedStateMachine):
     # -- adds -------------------------------------------------------------------------------
 
     @rule(
-        kind=st.sampled_from(["standard", "delayed", "prioritized", "parent"]),
+        kind=st.sampled_from(["standard", "delayed", "prioritized"]),
         custom=st.one_of(st.just(""), st.sampled_from(CUSTOM_IDS)),
         opts=job_options(),
         dedup=st.one_of(st.just(""), st.sampled_from(DEDUP_IDS)),
-        parent=st.sampled_from(["", "", "", "ghost", "existing", "existing"]),
         delay=st.sampled_from([0, 5, 100, 5000]),
         priority=st.integers(1, 4),
-        data=st.data(),
     )
     def add(
-        self,
-        kind: str,
-        custom: str,
-        opts: dict[str, Any],
-        dedup: str,
-        parent: str,
-        delay: int,
-        priority: int,
-        data: st.DataObject,
+        self, kind: str, custom: str, opts: dict[str, Any], dedup: str, delay: int, priority: int
     ) -> None:
-        if parent == "existing":
-            # A parent in any state: a waiting parent most of all, so that flows complete, and an
-            # active one, whose worker adds children as it runs.
-            pools = {
-                "waiting": sorted(self.model.waiting_children),
-                "active": self.active_jobs(),
-                "any": sorted(self.model.jobs),
-            }
-            which = data.draw(
-                st.sampled_from(["waiting", "waiting", "active", "any"]), label="pool"
-            )
-            pool = pools[which] or pools["any"]
-            parent = data.draw(st.sampled_from(pool)) if pool else ""
         common: dict[str, Any] = {
             "job_id": custom,
             "name": f"n{kind[0]}",
             "now": self.now,
             "dedup_id": dedup,
-            "parent_id": parent,
             "opts": opts,
         }
         adders: dict[str, tuple[Callable[..., Any], Callable[..., Any], dict[str, int]]] = {
@@ -215,56 +231,95 @@ class QueueMachine(RuleBasedStateMachine):
                 self.model.add_prioritized,
                 {"priority": priority},
             ),
-            "parent": (g.add_parent_job, self.model.add_parent, {}),
         }
         wrapper, model, extra = adders[kind]
-        if kind == "parent":
-            extra = {"priority": data.draw(st.sampled_from([0, 0, priority]), label="priority")}
+        self.last = None
+        want = model(**common, **extra)
+        assert wrapper(self.r, queue=QUEUE, data="{}", **common, **extra) == want
+
+    def parent_to_name(self, data: st.DataObject) -> str:
+        """The existing job a flow's root goes below, or "", or a missing one. A parent in any
+        state: a waiting parent most of all, so that flows complete, and an active one, whose
+        worker adds children as it runs."""
+        which = data.draw(
+            st.sampled_from(["", "", "ghost", "waiting", "waiting", "active", "any"]), label="pool"
+        )
+        if which in ("", "ghost"):
+            return which
+        pools = {
+            "waiting": sorted(self.model.waiting_children),
+            "active": self.active_jobs(),
+            "any": sorted(self.model.jobs),
+        }
+        pool = pools[which] or pools["any"]
+        return data.draw(st.sampled_from(pool)) if pool else ""
+
+    @rule(data=st.data(), root=flows(), below=st.booleans())
+    def add_a_flow(self, data: st.DataObject, root: FlowJob, below: bool) -> None:
+        """addFlow-10: a tree of up to three levels, below an existing job or not."""
+        self.send_flow(root, self.parent_to_name(data) if below else "")
+
+    @rule(data=st.data(), leaf=flow_nodes(leaf=True))
+    def add_a_child(self, data: st.DataObject, leaf: FlowJob) -> None:
+        """A flow's next child: one job below an existing one (a waiting parent most of all)."""
+        self.send_flow(leaf, self.parent_to_name(data))
+
+    def send_flow(self, root: FlowJob, parent_id: str) -> None:
+        self.last = None
 
         def send() -> Any:
-            return wrapper(self.r, queue=QUEUE, data="{}", **common, **extra)
+            ids = add_flow(self.r, root, now=self.now, parent_id=parent_id)
+            return flattened(ids)
 
-        self.last = None
         try:
-            want = model(**common, **extra)
+            want = self.model.add_flow(root, parent_id, self.now)
         except CycleRefused:
             # An existing job named as a child of its own descendant: refused before any write.
             with pytest.raises(LuaError, match="its own descendant"):
                 send()
             return
+        except FlowRefused as refused:
+            with pytest.raises(LuaError, match=re.escape(str(refused))):
+                send()
+            return
         assert call(send) == want
-
-    @rule(data=st.data(), kind=st.sampled_from(["standard", "delayed", "prioritized", "parent"]))
-    def add_a_child(self, data: st.DataObject, kind: str) -> None:
-        """A flow's next child: of a waiting parent most of all (`add` adds the rest)."""
-        self.add(kind, "", data.draw(job_options()), "", "existing", 5, 2, data)
 
     def add_with_a_hostile_id(self, hostile: str, as_parent: bool, kind: str) -> None:
         """Refused by the wrapper before sending, and by the script as another runtime sends it,
-        before any write: the invariant below finds nothing changed."""
-        with pytest.raises(ArgumentError, match="job id"):
-            g.add_standard_job(
-                self.r,
-                queue=QUEUE,
-                job_id="" if as_parent else hostile,
-                name="n",
-                data="{}",
-                opts={},
-                now=self.now,
-                dedup_id="",
-                parent_id=hostile if as_parent else "",
-            )
+        before any write: the invariant below finds nothing changed. A hostile parent id is
+        addFlow's."""
+        node = ["", "n", "{}", "{}", "", "0", "0", "0"]
+        call_keys: tuple[str, ...]
+        if as_parent:
+            with pytest.raises(ArgumentError, match="job id"):
+                add_flow(self.r, FlowJob("n", QUEUE), now=self.now, parent_id=hostile)
+            kind, call_keys = "addFlow", tuple(g.add_flow_keys(QUEUE))
+            args = [str(self.now), hostile, *node]
+        else:
+            with pytest.raises(ArgumentError, match="job id"):
+                g.add_standard_job(
+                    self.r,
+                    queue=QUEUE,
+                    job_id=hostile,
+                    name="n",
+                    data="{}",
+                    opts={},
+                    now=self.now,
+                    dedup_id="",
+                )
+            extra = {"addStandardJob": [], "addDelayedJob": ["10"], "addPrioritizedJob": ["1"]}[
+                kind
+            ]
+            keys_of = {
+                "addStandardJob": g.add_standard_job_keys,
+                "addDelayedJob": g.add_delayed_job_keys,
+                "addPrioritizedJob": g.add_prioritized_job_keys,
+            }[kind]
+            call_keys = tuple(keys_of(QUEUE))
+            args = [hostile, "n", "{}", "{}", str(self.now), "", *extra]
         script = next(s for s in g.SCRIPTS if s.spec.name == kind)
-        extra = {"addStandardJob": [], "addDelayedJob": ["10"], "addPrioritizedJob": ["1"]}[kind]
-        keys_of = {
-            "addStandardJob": g.add_standard_job_keys,
-            "addDelayedJob": g.add_delayed_job_keys,
-            "addPrioritizedJob": g.add_prioritized_job_keys,
-        }[kind]
-        ids = ["", hostile] if as_parent else [hostile, ""]
-        args = [ids[0], "n", "{}", "{}", str(self.now), "", ids[1], *extra]
         with pytest.raises(LuaError, match=f"{'parent' if as_parent else 'job'} id"):
-            script.result(script.run(self.r, keys_of(QUEUE), args))
+            script.result(script.run(self.r, call_keys, args))
         self.last = None
 
     # -- the worker's scripts ---------------------------------------------------------------
@@ -399,9 +454,8 @@ class QueueMachine(RuleBasedStateMachine):
         """An active job adds a child (most of the time) and hands itself over until its
         children are done (moveToWaitingChildren-7)."""
         job_id = data.draw(st.sampled_from(self.active_jobs()))
-        if data.draw(st.sampled_from([True, True, False]), label="adds a child first"):
-            kind = data.draw(st.sampled_from(["standard", "delayed", "prioritized"]))
-            self.add(kind, "", data.draw(job_options()), "", job_id, 5, 2, data)
+        if data.draw(st.sampled_from([True, True, False]), label="adds children first"):
+            self.send_flow(data.draw(flows()), job_id)
         holder = self.model.jobs[job_id].lock
         token = holder if own_token and holder is not None else self.new_token()
         pending = sorted(self.model.jobs[job_id].pending)

@@ -1,5 +1,5 @@
-"""The add scripts (addStandardJob-6, addDelayedJob-5, addPrioritizedJob-6, addParentJob-4): where
-each puts its job, ids, deduplication, parents, refused options.
+"""The add scripts (addStandardJob-6, addDelayedJob-5, addPrioritizedJob-6) and addFlow-10's nodes:
+where each puts its job, ids, deduplication, parents, refused options.
 
 Each scenario runs through the `Queue` harness, on a single server and on a cluster; what the
 harness checks after every step, and what the markers in these tests mean:
@@ -7,6 +7,8 @@ tests/support/queue_harness.py.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -16,7 +18,7 @@ from echomq_scripts.runtime import LuaError
 from tests.support.invariants import (
     NOW,
     add_delayed,
-    add_parent,
+    add_flow,
     add_prioritized,
     add_standard,
     text,
@@ -71,13 +73,28 @@ def test_a_prioritized_job_goes_to_prioritized_with_a_prioritized_event(q: Queue
 
 
 def test_a_parent_job_goes_to_waiting_children_with_its_event(q: Queue) -> None:
-    q.add_parent("P")
-    assert q.check() == {"P": "waiting-children"}
+    q.add_flow(q.node("P", q.node("c")))
+    assert q.check() == {"P": "waiting-children", "c": "wait"}
     assert q.scores("waiting-children") == {"P": NOW}
-    assert q.events() == [{"event": "waiting-children", "jobId": "P"}]
+    assert q.events() == [
+        {"event": "waiting-children", "jobId": "P"},
+        {"event": "waiting", "jobId": "c", "name": "job"},
+    ]
 
 
-@pytest.mark.parametrize("kind", ["standard", "delayed", "prioritized", "parent"])
+def root_of(q: Queue, **node: Any) -> tuple[str, int]:
+    """A flow of a parent (`node`) and one child: the parent's id and whether it was added."""
+    ids = add_flow(q.r, q.name, q.node(node.pop("job_id", ""), q.node(), **node))
+    return ids.job_id, ids.added
+
+
+def leaf_of(q: Queue, **node: Any) -> tuple[str, int]:
+    """A flow of one job (`node`): its id and whether it was added."""
+    ids = add_flow(q.r, q.name, q.node(**node))
+    return ids.job_id, ids.added
+
+
+@pytest.mark.parametrize("kind", ["standard", "delayed", "prioritized", "flow"])
 def test_an_existing_custom_id_adds_nothing_and_answers_it_with_0(q: Queue, kind: str) -> None:
     q.add("x", name="first", data='{"n":1}')
     before_job, before_events = q.job("x"), q.events()
@@ -85,7 +102,7 @@ def test_an_existing_custom_id_adds_nothing_and_answers_it_with_0(q: Queue, kind
         "standard": lambda: add_standard(q.r, q.name, job_id="x", name="second"),
         "delayed": lambda: add_delayed(q.r, q.name, job_id="x", name="second"),
         "prioritized": lambda: add_prioritized(q.r, q.name, job_id="x", name="second"),
-        "parent": lambda: add_parent(q.r, q.name, job_id="x", name="second"),
+        "flow": lambda: leaf_of(q, job_id="x"),
     }
     assert adders[kind]() == ("x", 0)
     assert q.check() == {"x": "wait"}
@@ -98,14 +115,15 @@ def test_generated_ids_count_up_across_every_add_script(q: Queue) -> None:
     assert q.add() == "1"
     assert q.add_delayed() == "2"
     assert q.add_prioritized() == "3"
-    assert q.add_parent() == "4"
-    assert q.add() == "5"
+    assert root_of(q) == ("4", 1)  # and its child, "5"
+    assert q.add() == "6"
     assert q.check() == {
         "1": "wait",
         "2": "delayed",
         "3": "prioritized",
         "4": "waiting-children",
         "5": "wait",
+        "6": "wait",
     }
 
 
@@ -127,7 +145,7 @@ def test_a_held_dedup_id_answers_its_holder_whatever_the_add_script(q: Queue) ->
     assert add_standard(q.r, q.name, dedup_id="mail-42") == ("h", 0)
     assert add_delayed(q.r, q.name, dedup_id="mail-42") == ("h", 0)
     assert add_prioritized(q.r, q.name, dedup_id="mail-42") == ("h", 0)
-    assert add_parent(q.r, q.name, dedup_id="mail-42") == ("h", 0)
+    assert root_of(q, dedup_id="mail-42") == ("h", 0)  # and its child is not added
     assert q.check() == {"h": "wait"}
     assert len(q.events()) == 1
 
@@ -149,24 +167,23 @@ def test_a_dedup_id_is_released_when_its_job_finishes_not_when_it_retries(
 @pytest.mark.parametrize("kind", ["standard", "delayed", "prioritized", "parent"])
 @pytest.mark.parametrize("job_id", ["c", ""])
 def test_a_missing_parent_raises_and_adds_nothing(q: Queue, kind: str, job_id: str) -> None:
-    adders = {
-        "standard": add_standard,
-        "delayed": add_delayed,
-        "prioritized": add_prioritized,
-        "parent": add_parent,
+    shapes: dict[str, dict[str, Any]] = {
+        "standard": {},
+        "delayed": {"delay": 1000},
+        "prioritized": {"priority": 1},
+        "parent": {},
     }
+    children = [q.node()] if kind == "parent" else []
     with pytest.raises(errors.ParentJobNotExist) as failure:
-        adders[kind](q.r, q.name, job_id=job_id, parent_id="nope", dedup_id="d")
+        q.add_flow(q.node(job_id, *children, dedup_id="d", **shapes[kind]), parent_id="nope")
     assert failure.value.code == -5
     assert q.check() == {}
-    assert q.r.exists(q.key("de:d"), q.key("nope:dependencies"), q.key("c")) == 0
+    assert q.r.exists(q.key("de:d"), q.key("nope:dependencies"), q.key("c"), q.key("id")) == 0
     assert q.events() == []
 
 
 def test_a_child_names_its_parent_and_the_parent_counts_it(q: Queue) -> None:
-    q.add_parent("P")
-    q.add("c1", parent_id="P")
-    q.add_delayed("c2", parent_id="P")
+    q.add_flow(q.node("P", q.node("c1"), q.node("c2", delay=1000)))
     assert q.job("c1")["parentKey"] == q.key("P")
     deps = {text(m) for m in q.r.smembers(q.key("P:dependencies"))}
     assert deps == {q.key("c1"), q.key("c2")}
@@ -177,7 +194,7 @@ def test_a_child_names_its_parent_and_the_parent_counts_it(q: Queue) -> None:
 def test_a_priority_out_of_range_is_refused_before_any_write(q: Queue, priority: str) -> None:
     # Regression (c0b1651): priority 0 wrote the hash, then failed, leaving the job in no state.
     # Sent as another runtime would: the wrapper refuses these before sending (test_arguments).
-    args = ["p", "job", "{}", "{}", str(NOW), "d", "", priority]
+    args = ["p", "job", "{}", "{}", str(NOW), "d", priority]
     with pytest.raises(LuaError, match="priority must be an integer from 1 to 2097151"):
         q.raw("addPrioritizedJob", g.add_prioritized_job_keys(q.name), args)
     assert q.check() == {}
@@ -189,20 +206,45 @@ def test_a_priority_out_of_range_is_refused_before_any_write(q: Queue, priority:
 
 
 @pytest.mark.parametrize("opts", ["not json", "3", "null", "true", '"text"', "[1]"])
-@pytest.mark.parametrize("kind", ["standard", "delayed", "prioritized", "parent"])
+@pytest.mark.parametrize("kind", ["standard", "delayed", "prioritized", "flow"])
 def test_options_that_are_not_a_json_object_are_refused_before_any_write(
     q: Queue, kind: str, opts: str
 ) -> None:
     # Regression (c0b1651): such options were stored, and moveToFinished-14 then failed on them
     # after taking the job out of active, leaving it in no state.
+    job = ["", "job", "{}", opts, str(NOW), "d"]
     calls = {
-        "standard": ("addStandardJob", g.add_standard_job_keys(q.name), []),
-        "delayed": ("addDelayedJob", g.add_delayed_job_keys(q.name), ["1000"]),
-        "prioritized": ("addPrioritizedJob", g.add_prioritized_job_keys(q.name), ["1"]),
-        "parent": ("addParentJob", g.add_parent_job_keys(q.name), ["0"]),
+        "standard": ("addStandardJob", g.add_standard_job_keys(q.name), job),
+        "delayed": ("addDelayedJob", g.add_delayed_job_keys(q.name), [*job, "1000"]),
+        "prioritized": ("addPrioritizedJob", g.add_prioritized_job_keys(q.name), [*job, "1"]),
+        # A parent whose child has the options: the parent is not written either.
+        "flow": (
+            "addFlow",
+            g.add_flow_keys(q.name),
+            [
+                str(NOW),
+                "",
+                "",
+                "P",
+                "{}",
+                "{}",
+                "",
+                "0",
+                "0",
+                "1",
+                "",
+                "c",
+                "{}",
+                opts,
+                "d",
+                "0",
+                "0",
+                "0",
+            ],
+        ),
     }
-    name, keys, extra = calls[kind]
+    name, keys, args = calls[kind]
     with pytest.raises(LuaError, match="opts must be a JSON object"):
-        q.raw(name, keys, ["", "job", "{}", opts, str(NOW), "d", "", *extra])
+        q.raw(name, keys, args)
     assert q.check() == {}
     assert q.r.exists(q.key("id"), q.key("de:d")) == 0

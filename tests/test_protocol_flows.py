@@ -4,17 +4,24 @@ the codes -4, -5, -7 and -9 raised as their exceptions (docs/protocol.md, "Flows
 
 from __future__ import annotations
 
+import asyncio
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
+import redis.asyncio
+import redis.asyncio.cluster
 
 from echomq_scripts import generated as g
-from echomq_scripts.flows import FlowJob, add_flow
+from echomq_scripts.flows import FlowIds, FlowJob, add_flow, add_flow_async
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import ArgumentError, LuaError
-from tests.support.invariants import NOW
+from tests.support.invariants import NOW, text
 from tests.support.queue_harness import Queue
 
+DOCS = Path(__file__).parent.parent / "docs"
 POLICIES = [
     "failParentOnFailure",
     "ignoreDependencyOnFailure",
@@ -263,8 +270,9 @@ def test_an_active_job_adds_children_and_waits_for_them(q: Queue) -> None:
 
     assert wait() == 0  # nothing pending: p stays active, with its lock
     assert q.lock("p") == token
-    q.add("c1", parent_id="p")
-    q.add("c2", parent_id="p")
+    # Added by the worker below its own job: one flow whose root's parent is p.
+    q.add_flow(q.node("c1"), parent_id="p")
+    q.add_child("p", "c2")
     with pytest.raises(errors.JobLockMismatch):
         wait(with_token="someone-else")
     assert wait("ghost") == 0  # not one of its pending children
@@ -282,7 +290,7 @@ def test_an_active_job_adds_children_and_waits_for_them(q: Queue) -> None:
 def test_failed_children_make_completing_or_waiting_minus_9(q: Queue) -> None:
     q.add("p")
     take(q, "p")
-    q.add("c", parent_id="p")
+    q.add_child("p", "c")
     fail_for_good(q, "c", "finish")
     before = q.check()
     assert before["p"] == "active"
@@ -299,11 +307,10 @@ def test_failed_children_make_completing_or_waiting_minus_9(q: Queue) -> None:
 
 def test_a_missing_parent_is_minus_5_before_any_write(q: Queue) -> None:
     with pytest.raises(errors.ParentJobNotExist) as refused:
-        q.add("c", parent_id="ghost")
+        q.add_flow(q.node("", q.node()), parent_id="ghost")
     assert refused.value.code == -5
     assert q.r.get(q.key("id")) is None  # nothing written, not even a generated id
-    q.add_parent("p")
-    q.add("c", parent_id="p")
+    q.add_flow(q.node("p", q.node("c")))
     # The parent removed while its child remains (as retention removes a finished parent).
     q.r.delete(q.key("p"), q.key("p:dependencies"))
     q.r.zrem(q.key("waiting-children"), "p")
@@ -316,27 +323,27 @@ def test_a_missing_parent_is_minus_5_before_any_write(q: Queue) -> None:
 def test_a_custom_id_with_another_live_parent_is_minus_7_and_the_same_parent_a_duplicate(
     q: Queue,
 ) -> None:
-    q.add_parent("p1")
-    q.add_parent("p2")
-    q.add("c", parent_id="p1")
+    q.add_flow(q.node("p1", q.node("c")))
+    q.add_flow(q.node("p2", q.node("other")))
     before = q.check()
     with pytest.raises(errors.ParentJobCannotBeReplaced) as refused:
-        q.add("c", parent_id="p2")
+        q.add_child("p2", "c")
     assert refused.value.code == -7
     assert q.check() == before
-    assert counts(q, "p2")["unprocessed"] == 0
-    assert g.add_standard_job(
-        q.r,
-        queue=q.name,
-        job_id="c",
-        name="again",
-        data="{}",
-        opts={},
-        now=NOW,
-        dedup_id="",
-        parent_id="p1",
-    ) == ("c", 0)
-    assert q.last_event() == {"event": "duplicated", "jobId": "c"}
+    assert counts(q, "p2")["unprocessed"] == 1
+    # The same flow again: every job a duplicate, nothing else written.
+    events = len(q.events())
+    again = q.add_flow(q.node("p1", q.node("c")))
+    assert (again.job_id, again.added, again.children[0].job_id, again.children[0].added) == (
+        "p1",
+        0,
+        "c",
+        0,
+    )
+    assert q.events()[events:] == [
+        {"event": "duplicated", "jobId": "p1"},
+        {"event": "duplicated", "jobId": "c"},
+    ]
     assert counts(q, "p1")["unprocessed"] == 1
 
 
@@ -350,20 +357,12 @@ def test_an_existing_job_without_a_parent_joins_the_one_an_add_names(q: Queue) -
     fail_for_good(q, "broken", "finish")
     q.add("running")
     take(q, "running")
-    q.add_parent("p")
-    for child in ("done", "broken", "running"):
-        assert g.add_standard_job(
-            q.r,
-            queue=q.name,
-            job_id=child,
-            name="n",
-            data="{}",
-            opts={},
-            now=NOW,
-            dedup_id="",
-            parent_id="p",
-        ) == (child, 0)
-        q.check()
+    ids = q.add_flow(q.node("p", q.node("done"), q.node("broken"), q.node("running")))
+    assert [(child.job_id, child.added) for child in ids.children] == [
+        ("done", 0),
+        ("broken", 0),
+        ("running", 0),
+    ]
     assert dependencies(q, "p") == (
         {q.key("done"): '"kept"'},
         [q.key("running")],
@@ -375,17 +374,7 @@ def test_an_existing_job_without_a_parent_joins_the_one_an_add_names(q: Queue) -
     # p named as a child of its own child: refused before any write.
     before = q.check()
     with pytest.raises(LuaError, match="cannot be a child of its own descendant"):
-        g.add_standard_job(
-            q.r,
-            queue=q.name,
-            job_id="p",
-            name="n",
-            data="{}",
-            opts={},
-            now=NOW,
-            dedup_id="",
-            parent_id="running",
-        )
+        q.add_flow(q.node("p"), parent_id="running")
     assert q.check() == before
 
 
@@ -435,24 +424,177 @@ def test_a_flow_across_queues_is_refused_before_anything_is_sent(q: Queue) -> No
 
 
 def test_a_child_with_two_policies_is_refused(q: Queue) -> None:
-    q.add_parent("p")
+    both = {"failParentOnFailure": True, "removeDependencyOnFailure": True}
     with pytest.raises(LuaError, match="only one of failParentOnFailure"):
-        q.add(
-            "c",
-            parent_id="p",
-            opts={"failParentOnFailure": True, "removeDependencyOnFailure": True},
-        )
-    assert q.check() == {"p": "waiting-children"}
+        q.add_flow(q.node("p", q.node("fine"), q.node("c", opts=both)))
+    assert q.check() == {}
 
 
 def test_a_parent_released_with_a_priority_goes_to_prioritized(q: Queue) -> None:
-    q.add_parent("p", priority=7)
-    q.add("c", parent_id="p")
+    q.add_flow(q.node("p", q.node("c"), priority=7))
     run_all(q)
     assert q.check() == {"p": "completed", "c": "completed"}
-    q.add_parent("p2", priority=7)
-    q.add("c2", parent_id="p2")
+    q.add_flow(q.node("p2", q.node("c2"), priority=7))
     take(q, "c2")
     q.complete("c2")
     assert q.check()["p2"] == "prioritized"
     assert q.job("p2")["priority"] == "7"
+
+
+def test_a_flow_that_meets_minus_7_late_writes_none_of_it(q: Queue) -> None:
+    """addFlow-10 checks every node before its first write: a -7 at the last node leaves the
+    jobs before it unwritten, with no generated id taken."""
+    q.add_flow(q.node("owner", q.node("taken")))
+    before = q.check()
+    events = q.events()
+    flow = q.node("", q.node("fresh", q.node()), q.node("taken"))
+    with pytest.raises(errors.ParentJobCannotBeReplaced):
+        q.add_flow(flow)
+    assert q.check() == before
+    assert q.events() == events
+    assert q.r.exists(q.key("id"), q.key("fresh")) == 0
+
+
+def test_a_held_dedup_id_adds_nothing_at_its_node_or_below(q: Queue) -> None:
+    holder = q.add(dedup_id="once")
+    ids = q.add_flow(
+        q.node(
+            "p",
+            q.node("", q.node("kid"), dedup_id="once"),
+            q.node("c1", dedup_id="twice"),
+            q.node("c2", dedup_id="twice"),
+        )
+    )
+    deduplicated, first, second = ids.children
+    assert (deduplicated.job_id, deduplicated.added) == (holder, 0)
+    assert (deduplicated.children[0].job_id, deduplicated.children[0].added) == ("", 0)
+    # Two nodes of one flow with one deduplication id: the first holds it.
+    assert (first.job_id, first.added, second.job_id, second.added) == ("c1", 1, "c1", 0)
+    assert q.check() == {holder: "wait", "p": "waiting-children", "c1": "wait"}
+    assert dependencies(q, "p")[1] == [q.key("c1")]
+
+
+def test_a_node_that_meets_an_existing_custom_id_takes_no_dedup_id(q: Queue) -> None:
+    """As a single add: a custom id that exists adds nothing, so the dedup id it names stays free
+    for the next node of the flow."""
+    q.add("a")
+    ids = q.add_flow(q.node("p", q.node("a", dedup_id="d"), q.node("", dedup_id="d")))
+    existing, fresh = ids.children
+    assert (existing.job_id, existing.added) == ("a", 0)
+    assert fresh.added == 1
+    holder = q.r.get(q.key("de:d"))
+    assert holder is not None
+    assert text(holder) == fresh.job_id
+    assert q.check()[fresh.job_id] == "wait"
+
+
+def test_a_parent_whose_children_were_all_done_or_deduplicated_goes_on_at_once(
+    q: Queue,
+) -> None:
+    q.add("done")
+    take(q, "done")
+    q.complete("done", '"d"')
+    q.add(dedup_id="held")
+    q.add_flow(q.node("p", q.node("done"), q.node("", dedup_id="held")))
+    assert q.check()["p"] == "wait"
+    assert dependencies(q, "p")[0] == {q.key("done"): '"d"'}
+    released = [e for e in q.events() if e["jobId"] == "p"]
+    assert [e["event"] for e in released] == ["waiting-children", "waiting"]
+
+
+def test_a_generated_id_never_takes_a_custom_id_later_in_the_flow(q: Queue) -> None:
+    ids = q.add_flow(q.node("", q.node(), q.node("2", name="custom")))
+    assert [ids.job_id, *(child.job_id for child in ids.children)] == ["1", "3", "2"]
+    assert q.job("2")["name"] == "custom"
+    assert dependencies(q, "1")[1] == sorted([q.key("2"), q.key("3")])
+
+
+def test_a_delayed_leaf_keeps_its_priority_for_when_it_is_due(q: Queue) -> None:
+    q.add_flow(q.node("p", q.node("late", delay=100, priority=9), q.node("first", priority=1)))
+    assert q.check()["late"] == "delayed"
+    # Due, late goes to prioritized behind first; without its priority it would go to wait,
+    # which is taken before prioritized.
+    assert [q.take_id(now=NOW + 100), q.take_id(now=NOW + 100)] == ["first", "late"]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ([], "a flow is one or more nodes of 8 values each"),
+        (["", "n", "{}", "{}", "", "0", "0"], "a flow is one or more nodes of 8 values each"),
+        (
+            ["", "n", "{}", "{}", "", "0", "0", "2", "", "n", "{}", "{}", "", "0", "0", "0"],
+            "the children counts describe more nodes than the 2 sent",
+        ),
+        (
+            ["", "n", "{}", "{}", "", "0", "0", "0", "", "n", "{}", "{}", "", "0", "0", "0"],
+            "node 2 is past the end of the tree",
+        ),
+        (
+            ["x", "n", "{}", "{}", "", "0", "0", "1", "x", "n", "{}", "{}", "", "0", "0", "0"],
+            "job id 'x' is in the flow twice",
+        ),
+        (
+            ["", "n", "{}", "{}", "", "5", "0", "1", "", "n", "{}", "{}", "", "0", "0", "0"],
+            "node 1 has children and a delay",
+        ),
+        (["", "n", "{}", "{}", "", "0", "-1", "0"], "node 1's priority must be an integer"),
+    ],
+)
+def test_a_malformed_flow_sent_by_another_runtime_is_refused_before_any_write(
+    q: Queue, values: list[str], message: str
+) -> None:
+    with pytest.raises(LuaError, match=message):
+        q.raw("addFlow", g.add_flow_keys(q.name), [str(NOW), "", *values])
+    assert q.check() == {}
+    assert q.r.exists(q.key("id"), q.key("events")) == 0
+
+
+def test_the_same_id_twice_or_a_delayed_parent_is_refused_before_anything_is_sent(
+    q: Queue,
+) -> None:
+    with pytest.raises(ArgumentError, match="children and a delay"):
+        add_flow(q.r, q.node("p", q.node(), delay=5), now=NOW)
+    assert q.check() == {}
+
+
+def test_the_flow_example_of_python_md_prints_what_it_says(
+    q: Queue, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/python.md, "Flows": its example runs as shown, on a new queue, and prints what its
+    comment says."""
+    section = (DOCS / "python.md").read_text().split("\n## Flows\n", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    printed = re.search(r"print\(.*\)  # (.*) on a new queue", code)
+    assert printed is not None
+    exec(compile(code, "docs/python.md", "exec"), {"r": q.r})
+    assert capsys.readouterr().out == printed.group(1) + "\n"
+    assert Queue(q.r, "mail").check() == {"1": "waiting-children", "2": "wait", "3": "prioritized"}
+
+
+def test_add_flow_async_adds_the_same_flow_on_redis_asyncio(q: Queue) -> None:
+    """flows.add_flow_async: the flow the sync helper adds, on the redis.asyncio client of the same
+    server or cluster, with its -7 raised as the same exception."""
+
+    async def add_both() -> tuple[FlowIds, type[Exception] | None]:
+        client: redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster
+        if isinstance(q.r, redis.Redis):
+            client = redis.asyncio.Redis(port=q.r.connection_pool.connection_kwargs["port"])
+        else:
+            node = q.r.get_default_node()  # type: ignore[no-untyped-call]
+            client = redis.asyncio.cluster.RedisCluster(host=node.host, port=node.port)
+        try:
+            ids = await add_flow_async(client, q.node("p", q.node("c"), q.node()), now=NOW)
+            try:
+                await add_flow_async(client, q.node("", q.node("c")), now=NOW)
+            except errors.ParentJobCannotBeReplaced as refused:
+                return ids, type(refused)
+            return ids, None
+        finally:
+            await client.aclose()
+
+    ids, refused = asyncio.run(add_both())
+    assert [ids.job_id, *(child.job_id for child in ids.children)] == ["p", "c", "1"]
+    assert refused is errors.ParentJobCannotBeReplaced
+    assert q.check() == {"p": "waiting-children", "c": "wait", "1": "wait"}
+    assert dependencies(q, "p")[1] == sorted([q.key("c"), q.key("1")])

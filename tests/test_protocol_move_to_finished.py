@@ -225,9 +225,7 @@ def test_stored_options_that_are_not_an_object_read_as_none(
 
 
 def test_the_last_child_completing_moves_its_parent_to_wait(q: Queue) -> None:
-    q.add_parent("P")
-    q.add("c1", parent_id="P")
-    q.add("c2", parent_id="P")
+    q.add_flow(q.node("P", q.node("c1"), q.node("c2")))
     run_to(q, "completed", "c1", NOW + 1, value='"one"')
     assert q.check() == {"P": "waiting-children", "c1": "completed", "c2": "wait"}
     assert q.hash("P:processed") == {q.key("c1"): '"one"'}
@@ -248,9 +246,9 @@ def test_the_last_child_completing_moves_its_parent_to_wait(q: Queue) -> None:
 
 
 def test_a_failed_or_retried_child_does_not_release_its_parent(q: Queue) -> None:
-    q.add_parent("P")
-    q.add("c1", parent_id="P", opts={"attempts": 2, "backoff": {"delay": 1000}})
-    q.add("c2", parent_id="P")
+    q.add_flow(
+        q.node("P", q.node("c1", opts={"attempts": 2, "backoff": {"delay": 1000}}), q.node("c2"))
+    )
     assert run_to(q, "failed", "c1", NOW) == "delayed"
     assert run_to(q, "failed", "c2", NOW) == "failed"
     assert q.check() == {"P": "waiting-children", "c1": "delayed", "c2": "failed"}
@@ -260,10 +258,11 @@ def test_a_failed_or_retried_child_does_not_release_its_parent(q: Queue) -> None
 
 
 def test_nested_parents_release_bottom_up_and_removed_children_still_count(q: Queue) -> None:
-    q.add_parent("top")
-    q.add_parent("mid", parent_id="top")
-    q.add("leaf", parent_id="mid", opts={"removeOnComplete": True})
-    q.add("side", parent_id="top")
+    q.add_flow(
+        q.node(
+            "top", q.node("mid", q.node("leaf", opts={"removeOnComplete": True})), q.node("side")
+        )
+    )
     run_to(q, "completed", "leaf", NOW + 1, value='"L"')
     # The leaf is gone (its removeOnComplete), its value stays with its parent.
     assert q.check() == {"top": "waiting-children", "mid": "wait", "side": "wait"}
@@ -276,8 +275,7 @@ def test_nested_parents_release_bottom_up_and_removed_children_still_count(q: Qu
 
 
 def test_a_parent_released_while_paused_goes_to_paused(q: Queue) -> None:
-    q.add_parent("P")
-    q.add("c", parent_id="P")
+    q.add_flow(q.node("P", q.node("c")))
     q.take_id()
     q.pause()
     q.complete("c")

@@ -25,8 +25,7 @@ def test_counts_and_states_agree_with_the_keys_in_every_state(q: Queue) -> None:
     q.add("c")  # its parent is added later, so it stays plain
     q.add_delayed("d")
     q.add_prioritized("p")
-    q.add_parent("P")
-    q.add("kid", parent_id="P")
+    q.add_flow(q.node("P", q.node("kid")))
     running = {
         "act": "active",
         "done": "completed",

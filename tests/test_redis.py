@@ -33,11 +33,13 @@ ARG_SAMPLES = {
     "msgpack": "\x80",
     "bytes": "\x00",
 }
+# A variadic argument's values: addFlow-10's, a flow of one node.
+VARIADIC_SAMPLES = {"node": ["", "n", "{}", "{}", "", "0", "0", "0"]}
 # What each script answers on an empty queue to those arguments (raw, as redis-py reads it): an
 # add adds job "1", a pickup finds nothing, a call about job "7" finds no lock.
 EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "addDelayedJob-5": [b"1", 1],
-    "addParentJob-4": [b"1", 1],
+    "addFlow-10": [[b"1", 1]],
     "addPrioritizedJob-6": [b"1", 1],
     "addStandardJob-6": [b"1", 1],
     "extendLock-2": -2,
@@ -81,6 +83,8 @@ def test_script_load_returns_the_manifest_sha1_and_evalsha_runs(
     if "job_id" in names and not script_id.startswith("add"):
         args[names.index("job_id")] = "7"  # a job, not a new id
     values = {a["name"]: value for a, value in zip(entry["argv"], args, strict=True)}
+    if entry["variadicArgv"]:
+        args += VARIADIC_SAMPLES[entry["variadicArgv"]["name"]]
     call_keys = [re.sub(r"<(\w+)>", lambda m: values[m[1]], k["template"]) for k in entry["keys"]]
     reply = r.evalsha(entry["sha1"], entry["numKeys"], *call_keys, *args)
     # On an empty queue each script answers what it should, in its declared shape or code.

@@ -266,7 +266,7 @@ def test_two_releases_run_side_by_side_in_one_redis(
     }
     assert changed == {"moveToActive", "extendLock"}
     now = 1_000
-    common = {"name": "n", "data": "{}", "opts": {}, "now": now, "dedup_id": "", "parent_id": ""}
+    common = {"name": "n", "data": "{}", "opts": {}, "now": now, "dedup_id": ""}
     take = {
         "lock_duration": 30000,
         "now": now,

@@ -51,7 +51,6 @@ def add_args(job_id: str, data: str = "{}") -> dict[str, Any]:
         "opts": {},
         "now": NOW,
         "dedup_id": "",
-        "parent_id": "",
     }
 
 

@@ -388,8 +388,14 @@ def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> Non
 # -- every wrapper, whatever scripts there are -------------------------------------------
 
 SAMPLES: dict[object, object] = {"str": "x1", "int": 1000, "float": 0.5, "bool": True}
-# Arguments that scripts accept only from a closed set of words.
-NAMED_SAMPLES: dict[str, object] = {"outcome": "failed", "action": "pause", "opts": {}}
+# Arguments that scripts accept only from a closed set of words, and addFlow-10's nodes (a
+# one-node flow: 8 values), which its wrapper would otherwise send none of.
+NAMED_SAMPLES: dict[str, object] = {
+    "outcome": "failed",
+    "action": "pause",
+    "opts": {},
+    "node": [b"", b"n", b"{}", b"{}", b"", b"0", b"0", b"0"],
+}
 
 
 def wrapper_calls() -> list[tuple[str, dict[str, Any]]]:
@@ -400,11 +406,10 @@ def wrapper_calls() -> list[tuple[str, dict[str, Any]]]:
         signature = inspect.signature(getattr(g, name))
         arguments: dict[str, Any] = {"queue": "mail"}
         for parameter in list(signature.parameters.values())[1:]:
-            if parameter.name not in ("queue", "keys") and parameter.default is parameter.empty:
-                if parameter.name in NAMED_SAMPLES:
-                    arguments[parameter.name] = NAMED_SAMPLES[parameter.name]
-                else:
-                    arguments[parameter.name] = SAMPLES[parameter.annotation]
+            if parameter.name in NAMED_SAMPLES:
+                arguments[parameter.name] = NAMED_SAMPLES[parameter.name]
+            elif parameter.name not in ("queue", "keys") and parameter.default is parameter.empty:
+                arguments[parameter.name] = SAMPLES[parameter.annotation]
         calls.append((name, arguments))
     return calls
 

@@ -45,9 +45,9 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="295c71c1357ce5d69b3d271bd8fb5ba5070f1905",
+        sha1="ef3cc4683ef2d0a484a886bf59bb385d904337b4",
         returns="tuple[string, int]",
-        codes=(-5, -7),
+        codes=(),
         package="echomq_scripts.generated",
         templates=(
             "emq:{q}:delayed",
@@ -78,7 +78,6 @@ def _add_delayed_job_call(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     delay: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addDelayedJob-5"
@@ -89,7 +88,6 @@ def _add_delayed_job_call(
         runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
-        runtime.id_arg(_script, "parent_id", parent_id, optional=True),
         runtime.int_arg(_script, "delay", delay, low=0),
     ]
     _checked: Sequence[str | bytes]
@@ -115,7 +113,6 @@ def add_delayed_job(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     delay: int,
     queue: str | None = None,
     keys: AddDelayedJobKeys | None = None,
@@ -123,7 +120,7 @@ def add_delayed_job(
     """Adds a job that runs after a delay: to delayed, scored by the time it becomes due.
 
     An existing custom id, or a deduplication id still held, adds nothing and answers that
-    job's id; an existing custom id with another parent answers -7.
+    job's id. A job with a parent is added by addFlow.
 
     Args:
         job_id (id?): a custom id, or "" to generate one
@@ -132,15 +129,10 @@ def add_delayed_job(
         opts (json(object)): the job's options (attempts, backoff, ...)
         now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
-        parent_id (id?): the id of a parent job in this queue, or ""
         delay (int(0..)): milliseconds from now until the job is due
 
     Returns:
         tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
-
-    Raises:
-        ParentJobNotExist: the script returned -5.
-        ParentJobCannotBeReplaced: the script returned -7.
     """
     _keys, _args = _add_delayed_job_call(
         queue,
@@ -151,7 +143,6 @@ def add_delayed_job(
         opts,
         now,
         dedup_id,
-        parent_id,
         delay,
     )
     _reply = _ADD_DELAYED_JOB.run(client, _keys, _args)
@@ -167,7 +158,6 @@ async def add_delayed_job_async(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     delay: int,
     queue: str | None = None,
     keys: AddDelayedJobKeys | None = None,
@@ -182,7 +172,6 @@ async def add_delayed_job_async(
         opts,
         now,
         dedup_id,
-        parent_id,
         delay,
     )
     _reply = await _ADD_DELAYED_JOB.run_async(client, _keys, _args)
@@ -198,7 +187,6 @@ def add_delayed_job_pipeline(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     delay: int,
     queue: str | None = None,
     keys: AddDelayedJobKeys | None = None,
@@ -213,16 +201,25 @@ def add_delayed_job_pipeline(
         opts,
         now,
         dedup_id,
-        parent_id,
         delay,
     )
     _index = _ADD_DELAYED_JOB.add_to_pipeline(pipe, _keys, _args)
     return Pending(_ADD_DELAYED_JOB, _index, job_id)
 
 
-class AddParentJobKeys(NamedTuple):
-    """The keys of addParentJob-4, in KEYS order."""
+class AddFlowKeys(NamedTuple):
+    """The keys of addFlow-10, in KEYS order."""
 
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    delayed: str
+    """The delayed set, scored by run-at (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
     waiting_children: str
     """The waiting-children set (emq:{q}:waiting-children)"""
     meta: str
@@ -231,188 +228,162 @@ class AddParentJobKeys(NamedTuple):
     """The counter of generated ids (emq:{q}:id)"""
     events: str
     """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
 
 
-_ADD_PARENT_JOB = Script(
+_ADD_FLOW = Script(
     ScriptSpec(
-        name="addParentJob",
-        script_id="addParentJob-4",
-        num_keys=4,
-        sha1="ffee4320719b12a25593870e5e7933c7f562ab0c",
-        returns="tuple[string, int]",
+        name="addFlow",
+        script_id="addFlow-10",
+        num_keys=10,
+        sha1="de0d6e5f553957a03007bc5b25e0e01a48b0e1b4",
+        returns="list[tuple[string, int]]",
         codes=(-5, -7),
         package="echomq_scripts.generated",
         templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:pc",
             "emq:{q}:waiting-children",
             "emq:{q}:meta",
             "emq:{q}:id",
             "emq:{q}:events",
+            "emq:{q}:marker",
         ),
     ),
     BY_CODE,
 )
 
 
-def add_parent_job_keys(
+def add_flow_keys(
     queue: str,
-) -> AddParentJobKeys:
-    """The keys of addParentJob-4 for `queue`."""
-    _built = _ADD_PARENT_JOB.keys_for(queue)
-    return AddParentJobKeys(*_built)
+) -> AddFlowKeys:
+    """The keys of addFlow-10 for `queue`."""
+    _built = _ADD_FLOW.keys_for(queue)
+    return AddFlowKeys(*_built)
 
 
-def _add_parent_job_call(
+def _add_flow_call(
     queue: str | None,
-    keys: AddParentJobKeys | None,
-    job_id: str,
-    name: str,
-    data: str,
-    opts: Mapping[str, object],
+    keys: AddFlowKeys | None,
     now: int,
-    dedup_id: str,
     parent_id: str,
-    priority: int,
+    node: Sequence[bytes],
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
-    _script = "addParentJob-4"
+    _script = "addFlow-10"
     _encoded: list[bytes] = [
-        runtime.id_arg(_script, "job_id", job_id, optional=True),
-        runtime.string_arg(_script, "name", name),
-        runtime.string_arg(_script, "data", data),
-        runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
-        runtime.string_arg(_script, "dedup_id", dedup_id),
         runtime.id_arg(_script, "parent_id", parent_id, optional=True),
-        runtime.int_arg(_script, "priority", priority, low=0, high=2097151),
     ]
+    for _value in runtime.check_sequence(_script, "node", node):
+        _encoded.append(runtime.bytes_arg(_script, "node", _value))
     _checked: Sequence[str | bytes]
     if keys is None:
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _ADD_PARENT_JOB.keys_for(queue)
+        _checked = _ADD_FLOW.keys_for(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:
-        _checked = runtime.check_keys(_script, keys, 4)
+        _checked = runtime.check_keys(_script, keys, 10)
         runtime.check_one_slot(_script, _checked)
     return _checked, _encoded
 
 
-def add_parent_job(
+def add_flow(
     client: SyncClient,
     *,
-    job_id: str,
-    name: str,
-    data: str,
-    opts: Mapping[str, object],
     now: int,
-    dedup_id: str,
     parent_id: str,
-    priority: int,
+    node: Sequence[bytes] = (),
     queue: str | None = None,
-    keys: AddParentJobKeys | None = None,
-) -> tuple[str, int]:
-    """Adds a parent job: to waiting-children, where it stays until its children are done. The
+    keys: AddFlowKeys | None = None,
+) -> list[tuple[str, int]]:
+    """Adds a flow, a tree of jobs in one queue whose parents wait for their children: all or
+    nothing.
 
-    children are added after it, naming it as their parent_id; the last one to complete (or
-    to fail under a policy that lets the parent go on) moves it to prioritized when it has a
-    priority, else to wait, or paused while the queue is paused. An existing custom id, or a
-    deduplication id still held, adds nothing and answers that job's id; an existing custom
-    id with another parent answers -7.
+    Every node is checked before anything is written, so a failure code or a refused
+    argument adds none of it. A parent waits in waiting-children until its children are
+    done. The nodes come in pre-order, 8 values each: a node, then its children's subtrees.
+    A node with children goes to waiting-children, and its priority is the one it runs with
+    once released; a leaf goes to delayed with a delay (keeping its priority for when it is
+    due), else to prioritized with a priority, else to wait (paused while the queue is
+    paused). With parent_id, the root becomes a child of that existing job, as when an
+    active job adds children. A custom id that exists adds nothing (a `duplicated` event)
+    and answers its id; the nodes below it become its children, and a job without a parent
+    joins the one the flow names for it. A deduplication id still held adds nothing at that
+    node or below it: the node answers the holder's id, the nodes below it "".
 
     Args:
-        job_id (id?): a custom id, or "" to generate one
-        name (string): the job's name
-        data (string): the job's data, as JSON
-        opts (json(object)): the job's options (attempts, backoff, ...)
         now (int(0..)): the caller's clock, in milliseconds
-        dedup_id (string): a deduplication id, or ""
-        parent_id (id?): the id of a parent job in this queue, or ""
-        priority (int(0..2097151)): the priority it runs with once released (0: none)
+        parent_id (id?): an existing job in this queue whose child the root becomes, or ""
+        node (bytes): per node: job_id ("" to generate one), name, data (JSON), opts (a JSON
+        object), dedup_id (or ""), delay (ms), priority (0 for none) and its number of
+        children
 
     Returns:
-        tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
+        list[tuple[string, int]]: per node, in the order sent: its id, and 1 when it was
+        added (0 when it existed or was deduplicated)
 
     Raises:
         ParentJobNotExist: the script returned -5.
         ParentJobCannotBeReplaced: the script returned -7.
     """
-    _keys, _args = _add_parent_job_call(
+    _keys, _args = _add_flow_call(
         queue,
         keys,
-        job_id,
-        name,
-        data,
-        opts,
         now,
-        dedup_id,
         parent_id,
-        priority,
+        node,
     )
-    _reply = _ADD_PARENT_JOB.run(client, _keys, _args)
-    return cast(tuple[str, int], _ADD_PARENT_JOB.result(_reply, job_id))
+    _reply = _ADD_FLOW.run(client, _keys, _args)
+    return cast(list[tuple[str, int]], _ADD_FLOW.result(_reply))
 
 
-async def add_parent_job_async(
+async def add_flow_async(
     client: AsyncClient,
     *,
-    job_id: str,
-    name: str,
-    data: str,
-    opts: Mapping[str, object],
     now: int,
-    dedup_id: str,
     parent_id: str,
-    priority: int,
+    node: Sequence[bytes] = (),
     queue: str | None = None,
-    keys: AddParentJobKeys | None = None,
-) -> tuple[str, int]:
-    """`add_parent_job` for redis.asyncio clients."""
-    _keys, _args = _add_parent_job_call(
+    keys: AddFlowKeys | None = None,
+) -> list[tuple[str, int]]:
+    """`add_flow` for redis.asyncio clients."""
+    _keys, _args = _add_flow_call(
         queue,
         keys,
-        job_id,
-        name,
-        data,
-        opts,
         now,
-        dedup_id,
         parent_id,
-        priority,
+        node,
     )
-    _reply = await _ADD_PARENT_JOB.run_async(client, _keys, _args)
-    return cast(tuple[str, int], _ADD_PARENT_JOB.result(_reply, job_id))
+    _reply = await _ADD_FLOW.run_async(client, _keys, _args)
+    return cast(list[tuple[str, int]], _ADD_FLOW.result(_reply))
 
 
-def add_parent_job_pipeline(
+def add_flow_pipeline(
     pipe: PipelineClient,
     *,
-    job_id: str,
-    name: str,
-    data: str,
-    opts: Mapping[str, object],
     now: int,
-    dedup_id: str,
     parent_id: str,
-    priority: int,
+    node: Sequence[bytes] = (),
     queue: str | None = None,
-    keys: AddParentJobKeys | None = None,
-) -> Pending[tuple[str, int]]:
+    keys: AddFlowKeys | None = None,
+) -> Pending[list[tuple[str, int]]]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
-    _keys, _args = _add_parent_job_call(
+    _keys, _args = _add_flow_call(
         queue,
         keys,
-        job_id,
-        name,
-        data,
-        opts,
         now,
-        dedup_id,
         parent_id,
-        priority,
+        node,
     )
-    _index = _ADD_PARENT_JOB.add_to_pipeline(pipe, _keys, _args)
-    return Pending(_ADD_PARENT_JOB, _index, job_id)
+    _index = _ADD_FLOW.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_ADD_FLOW, _index, None)
 
 
 class AddPrioritizedJobKeys(NamedTuple):
@@ -437,9 +408,9 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="6bd0b9dd515f205809177f6097b50d1b92f9eb25",
+        sha1="dbf3c31b050e010d06cb9f729078d3a5aa9a26b5",
         returns="tuple[string, int]",
-        codes=(-5, -7),
+        codes=(),
         package="echomq_scripts.generated",
         templates=(
             "emq:{q}:prioritized",
@@ -471,7 +442,6 @@ def _add_prioritized_job_call(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     priority: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addPrioritizedJob-6"
@@ -482,7 +452,6 @@ def _add_prioritized_job_call(
         runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
-        runtime.id_arg(_script, "parent_id", parent_id, optional=True),
         runtime.int_arg(_script, "priority", priority, low=1, high=2097151),
     ]
     _checked: Sequence[str | bytes]
@@ -508,7 +477,6 @@ def add_prioritized_job(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     priority: int,
     queue: str | None = None,
     keys: AddPrioritizedJobKeys | None = None,
@@ -517,8 +485,8 @@ def add_prioritized_job(
     one
 
     priority run in the order they were added. An existing custom id, or a deduplication id
-    still held, adds nothing and answers that job's id; an existing custom id with another
-    parent answers -7.
+    still held, adds nothing and answers that job's id. A job with a parent is added by
+    addFlow.
 
     Args:
         job_id (id?): a custom id, or "" to generate one
@@ -527,15 +495,10 @@ def add_prioritized_job(
         opts (json(object)): the job's options (attempts, backoff, ...)
         now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
-        parent_id (id?): the id of a parent job in this queue, or ""
         priority (int(1..2097151)): 1 (runs first) to 2097151
 
     Returns:
         tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
-
-    Raises:
-        ParentJobNotExist: the script returned -5.
-        ParentJobCannotBeReplaced: the script returned -7.
     """
     _keys, _args = _add_prioritized_job_call(
         queue,
@@ -546,7 +509,6 @@ def add_prioritized_job(
         opts,
         now,
         dedup_id,
-        parent_id,
         priority,
     )
     _reply = _ADD_PRIORITIZED_JOB.run(client, _keys, _args)
@@ -562,7 +524,6 @@ async def add_prioritized_job_async(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     priority: int,
     queue: str | None = None,
     keys: AddPrioritizedJobKeys | None = None,
@@ -577,7 +538,6 @@ async def add_prioritized_job_async(
         opts,
         now,
         dedup_id,
-        parent_id,
         priority,
     )
     _reply = await _ADD_PRIORITIZED_JOB.run_async(client, _keys, _args)
@@ -593,7 +553,6 @@ def add_prioritized_job_pipeline(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     priority: int,
     queue: str | None = None,
     keys: AddPrioritizedJobKeys | None = None,
@@ -608,7 +567,6 @@ def add_prioritized_job_pipeline(
         opts,
         now,
         dedup_id,
-        parent_id,
         priority,
     )
     _index = _ADD_PRIORITIZED_JOB.add_to_pipeline(pipe, _keys, _args)
@@ -637,9 +595,9 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="c1d635daf4faf97f4a9244af2949a79ad3bc3efe",
+        sha1="7e0e5bf67312e0716e56aed12dac3e098a99599f",
         returns="tuple[string, int]",
-        codes=(-5, -7),
+        codes=(),
         package="echomq_scripts.generated",
         templates=(
             "emq:{q}:wait",
@@ -671,7 +629,6 @@ def _add_standard_job_call(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addStandardJob-6"
     _encoded: list[bytes] = [
@@ -681,7 +638,6 @@ def _add_standard_job_call(
         runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
-        runtime.id_arg(_script, "parent_id", parent_id, optional=True),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -706,14 +662,13 @@ def add_standard_job(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     queue: str | None = None,
     keys: AddStandardJobKeys | None = None,
 ) -> tuple[str, int]:
     """Adds a job that can run now: to wait, or to paused while the queue is paused.
 
     An existing custom id, or a deduplication id still held, adds nothing and answers that
-    job's id; an existing custom id with another parent answers -7.
+    job's id. A job with a parent is added by addFlow.
 
     Args:
         job_id (id?): a custom id, or "" to generate one
@@ -722,14 +677,9 @@ def add_standard_job(
         opts (json(object)): the job's options (attempts, backoff, ...)
         now (int(0..)): the caller's clock, in milliseconds
         dedup_id (string): a deduplication id, or ""
-        parent_id (id?): the id of a parent job in this queue, or ""
 
     Returns:
         tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
-
-    Raises:
-        ParentJobNotExist: the script returned -5.
-        ParentJobCannotBeReplaced: the script returned -7.
     """
     _keys, _args = _add_standard_job_call(
         queue,
@@ -740,7 +690,6 @@ def add_standard_job(
         opts,
         now,
         dedup_id,
-        parent_id,
     )
     _reply = _ADD_STANDARD_JOB.run(client, _keys, _args)
     return cast(tuple[str, int], _ADD_STANDARD_JOB.result(_reply, job_id))
@@ -755,7 +704,6 @@ async def add_standard_job_async(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     queue: str | None = None,
     keys: AddStandardJobKeys | None = None,
 ) -> tuple[str, int]:
@@ -769,7 +717,6 @@ async def add_standard_job_async(
         opts,
         now,
         dedup_id,
-        parent_id,
     )
     _reply = await _ADD_STANDARD_JOB.run_async(client, _keys, _args)
     return cast(tuple[str, int], _ADD_STANDARD_JOB.result(_reply, job_id))
@@ -784,7 +731,6 @@ def add_standard_job_pipeline(
     opts: Mapping[str, object],
     now: int,
     dedup_id: str,
-    parent_id: str,
     queue: str | None = None,
     keys: AddStandardJobKeys | None = None,
 ) -> Pending[tuple[str, int]]:
@@ -798,7 +744,6 @@ def add_standard_job_pipeline(
         opts,
         now,
         dedup_id,
-        parent_id,
     )
     _index = _ADD_STANDARD_JOB.add_to_pipeline(pipe, _keys, _args)
     return Pending(_ADD_STANDARD_JOB, _index, job_id)
@@ -2971,7 +2916,7 @@ def remove_unprocessed_children_pipeline(
 
 SCRIPTS: tuple[Script, ...] = (
     _ADD_DELAYED_JOB,
-    _ADD_PARENT_JOB,
+    _ADD_FLOW,
     _ADD_PRIORITIZED_JOB,
     _ADD_STANDARD_JOB,
     _EXTEND_LOCK,

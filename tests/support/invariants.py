@@ -16,7 +16,9 @@ from typing import Any, TypedDict, Unpack
 import redis
 import redis.cluster
 
+from echomq_scripts import flows
 from echomq_scripts import generated as g
+from echomq_scripts.flows import FlowIds, FlowJob
 from echomq_scripts.runtime import keys
 
 # The suites run on one server and on a cluster alike.
@@ -123,7 +125,6 @@ class AddArguments(TypedDict, total=False):
     opts: Mapping[str, object]
     now: int
     dedup_id: str
-    parent_id: str
 
 
 _ADD_DEFAULTS: AddArguments = {
@@ -133,7 +134,6 @@ _ADD_DEFAULTS: AddArguments = {
     "opts": {},
     "now": NOW,
     "dedup_id": "",
-    "parent_id": "",
 }
 
 
@@ -171,8 +171,12 @@ def add_prioritized(
     return _add(g.add_prioritized_job, r, queue, arguments, priority=priority)
 
 
-def add_parent(
-    r: Client, queue: str, *, priority: int = 0, **arguments: Unpack[AddArguments]
-) -> tuple[str, int]:
-    """addParentJob-4: to waiting-children until its children are done."""
-    return _add(g.add_parent_job, r, queue, {"name": "parent", **arguments}, priority=priority)
+def add_flow(
+    r: Client, queue: str, flow: FlowJob, *, parent_id: str = "", now: int = NOW
+) -> FlowIds:
+    """addFlow-10, through echomq_scripts.flows.add_flow: a tree of jobs, parents to
+    waiting-children. The invariant is checked after it, also when it raised."""
+    try:
+        return flows.add_flow(r, flow, now=now, parent_id=parent_id)
+    finally:
+        assert_one_state(r, queue)

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from echomq_scripts.flows import FlowJob
 from echomq_scripts.runtime import keys
 
 Event = tuple[str, ...]
@@ -94,6 +95,35 @@ POLICIES = (
 
 class CycleRefused(Exception):
     """An add that would make a job its own ancestor: the script's Lua error."""
+
+
+class FlowRefused(Exception):
+    """A flow addFlow-10 refuses with a Lua error before any write; the message is the error's."""
+
+
+@dataclass
+class FlowNode:
+    """A flow's node as addFlow-10 reads it: the job, the index of the node above it, and what
+    the script finds out about it before and as it writes."""
+
+    job: FlowJob
+    above: int | None
+    skipped: str = ""  # "above" or "deduplicated"
+    exists: bool = False
+    joins: bool = False  # an existing job without a parent, which joins the one above it
+    stored_parent: str | None = None
+    id: str = ""  # once written
+
+
+def _preorder(
+    job: FlowJob, above: int | None, into: list[FlowNode] | None = None
+) -> list[FlowNode]:
+    nodes = [] if into is None else into
+    index = len(nodes)
+    nodes.append(FlowNode(job, above))
+    for child in job.children:
+        _preorder(child, index, nodes)
+    return nodes
 
 
 @dataclass
@@ -186,76 +216,176 @@ class QueueModel:
     # -- the add scripts ------------------------------------------------------------------
 
     def _add(
+        self, job_id: str, name: str, opts: dict[str, Any], now: int, dedup_id: str
+    ) -> tuple[str, bool]:
+        """includes/addJob.lua: the new job's id and True, or a holder's id and False."""
+        if dedup_id and dedup_id in self.dedup:
+            return self.dedup[dedup_id], False
+        if job_id in self.jobs:
+            self._emit("duplicated", job_id)
+            return job_id, False
+        return self._create(job_id, name, opts, now, dedup_id), True
+
+    def _create(
         self,
         job_id: str,
         name: str,
         opts: dict[str, Any],
         now: int,
         dedup_id: str,
-        parent_id: str,
-    ) -> tuple[str, bool] | int:
-        """includes/addJob.lua: the new job's id and True; a holder's id and False; or -5 or
-        -7 (includes/joinParent.lua)."""
-        if parent_id and parent_id not in self.jobs:
-            return -5
-        if dedup_id and dedup_id in self.dedup:
-            return self.dedup[dedup_id], False
-        if job_id == "":
-            job_id = self._new_id()
-        elif job_id in self.jobs:
-            if parent_id:
-                code = self._join_parent(job_id, parent_id, now)
-                if code:
-                    return code
-            self._emit("duplicated", job_id)
-            return job_id, False
+        reserved: frozenset[str] = frozenset(),
+    ) -> str:
+        """createJob: a generated id skips the ids taken, and `reserved` (a flow's custom ids)."""
+        while not job_id:
+            candidate = self._new_id()
+            job_id = "" if candidate in reserved else candidate
         job = Job(job_id, name, opts, now)
-        if parent_id:
-            self.jobs[parent_id].pending.add(job_id)
-            self.jobs[parent_id].deps = True
-            job.parent = parent_id
         if dedup_id:
             self.dedup[dedup_id] = job_id
             job.dedup = dedup_id
         self.jobs[job_id] = job
-        return job_id, True
+        return job_id
 
-    def _join_parent(self, job_id: str, parent_id: str, now: int) -> int:
-        """includes/joinParent.lua: an existing job and a parent named by a new add."""
-        job = self.jobs[job_id]
-        if job.parent is not None:
-            return -7 if job.parent != parent_id and job.parent in self.jobs else 0
-        ancestor: str | None = parent_id
-        while ancestor is not None:
-            if ancestor == job_id:
-                raise CycleRefused(job_id)
-            ancestor = self.jobs[ancestor].parent if ancestor in self.jobs else None
-        parent = self.jobs[parent_id]
-        job.parent, parent.deps = parent_id, True
+    def add_flow(self, root: FlowJob, parent_id: str, now: int) -> list[tuple[str, int]] | int:
+        """addFlow-10: every node checked, then written; the joiners last, then the new parents
+        none of whose children is pending."""
+        nodes = _preorder(root, None)
+        customs = [node.job.job_id for node in nodes if node.job.job_id]
+        for at, job_id in enumerate(customs):
+            if job_id in customs[:at]:
+                raise FlowRefused(f"job id '{job_id}' is in the flow twice")
+        if parent_id and parent_id not in self.jobs:
+            return -5
+        taken: set[str] = set()
+        for node in nodes:
+            above = nodes[node.above] if node.above is not None else None
+            dedup_id = node.job.dedup_id
+            if above is not None and above.skipped:
+                node.skipped = "above"
+            elif dedup_id and (dedup_id in taken or dedup_id in self.dedup):
+                node.skipped = "deduplicated"
+            else:
+                existing = self.jobs.get(node.job.job_id) if node.job.job_id else None
+                if existing is None:
+                    if dedup_id:
+                        taken.add(dedup_id)  # by a new job only
+                    continue
+                node.exists, node.stored_parent = True, existing.parent
+                named = (above.job.job_id or None) if above is not None else (parent_id or None)
+                if above is not None or parent_id:
+                    if existing.parent is None:
+                        node.joins = True
+                    elif existing.parent != named and existing.parent in self.jobs:
+                        return -7
+        joining = {node.job.job_id: i for i, node in enumerate(nodes) if node.joins}
+        for node in nodes:
+            if node.joins:
+                self._refuse_cycle(nodes, node, joining, parent_id)
+        replies: list[tuple[str, int]] = []
+        joiners: list[tuple[str, str]] = []
+        parents: list[str] = []
+        reserved = frozenset(customs)
+        for node in nodes:
+            job = node.job
+            above = nodes[node.above] if node.above is not None else None
+            parent = above.id if above is not None else parent_id
+            if node.skipped == "above":
+                replies.append(("", 0))
+                continue
+            if node.skipped:
+                replies.append((self.dedup[job.dedup_id], 0))
+                continue
+            if node.exists:
+                node.id = job.job_id
+                self._emit("duplicated", job.job_id)
+                if node.joins:
+                    self.jobs[job.job_id].parent = parent
+                    self.jobs[parent].pending.add(job.job_id)
+                    self.jobs[parent].deps = True
+                    joiners.append((job.job_id, parent))
+                replies.append((job.job_id, 0))
+                continue
+            node.id = self._create(
+                job.job_id, job.name, dict(job.opts), now, job.dedup_id, reserved
+            )
+            new = self.jobs[node.id]
+            new.delay = job.delay or None
+            new.priority = job.priority
+            if parent:
+                new.parent = parent
+                self.jobs[parent].pending.add(node.id)
+                self.jobs[parent].deps = True
+            if job.children:
+                self.waiting_children[node.id] = now
+                new.state = "waiting-children"
+                self._emit("waiting-children", node.id)
+                parents.append(node.id)
+            elif job.delay:
+                self.delayed[node.id] = now + job.delay
+                new.state = "delayed"
+                self._emit("delayed", node.id, "delay", job.delay, "runAt", now + job.delay)
+            elif job.priority:
+                self._push_prioritized(node.id, job.priority)
+                self._emit("prioritized", node.id, "priority", job.priority)
+            else:
+                state = self._push_ready(node.id)
+                self._emit("paused" if state == "paused" else "waiting", node.id, "name", job.name)
+            replies.append((node.id, 1))
+        for child_id, parent in joiners:
+            self._join_parent(child_id, parent, now)
+        for new_parent in parents:
+            self._release(new_parent, when_done=True)
+        return replies
+
+    def _refuse_cycle(
+        self, nodes: list[FlowNode], node: FlowNode, joining: dict[str, int], parent_id: str
+    ) -> None:
+        """An existing job that joins may not be above its new parent."""
+
+        def after(i: int) -> tuple[int | None, str | None]:
+            at = nodes[i]
+            if at.exists and not at.joins:
+                return None, at.stored_parent
+            if at.above is not None:
+                return at.above, None
+            return None, parent_id or None
+
+        index, ancestor = after(nodes.index(node))
+        seen: set[str] = set()
+        while index is not None or ancestor is not None:
+            if index is not None:
+                index, ancestor = after(index)
+                continue
+            assert ancestor is not None
+            if ancestor == node.job.job_id or ancestor in seen:
+                raise CycleRefused(node.job.job_id)
+            seen.add(ancestor)
+            if ancestor in joining:
+                index, ancestor = after(joining[ancestor])
+            else:
+                found = self.jobs.get(ancestor)
+                ancestor = found.parent if found is not None else None
+
+    def _join_parent(self, job_id: str, parent_id: str, now: int) -> None:
+        """includes/joinParent.lua: a job that existed joins its parent as it stands."""
+        job, parent = self.jobs[job_id], self.jobs.get(parent_id)
         if job.state == "completed":
-            parent.processed[job_id] = job.returnvalue or ""
-            self._release(parent_id, when_done=True)
-            return 0
-        parent.pending.add(job_id)
-        if job.state == "failed":
+            if parent is not None and job_id in parent.pending:
+                parent.pending.discard(job_id)
+                parent.processed[job_id] = job.returnvalue or ""
+                self._release(parent_id, when_done=True)
+        elif job.state == "failed":
             self._child_failed(job_id, parent_id, job.opts, job.failed_reason or "", now)
-        return 0
 
-    def add_standard(self, **a: Any) -> tuple[str, int] | int:
-        added = self._add(**a)
-        if isinstance(added, int):
-            return added
-        job_id, new = added
+    def add_standard(self, **a: Any) -> tuple[str, int]:
+        job_id, new = self._add(**a)
         if new:
             state = self._push_ready(job_id)
             self._emit("paused" if state == "paused" else "waiting", job_id, "name", a["name"])
         return job_id, int(new)
 
-    def add_delayed(self, delay: int, **a: Any) -> tuple[str, int] | int:
-        added = self._add(**a)
-        if isinstance(added, int):
-            return added
-        job_id, new = added
+    def add_delayed(self, delay: int, **a: Any) -> tuple[str, int]:
+        job_id, new = self._add(**a)
         if new:
             job = self.jobs[job_id]
             job.delay = delay
@@ -264,27 +394,12 @@ class QueueModel:
             self._emit("delayed", job_id, "delay", delay, "runAt", a["now"] + delay)
         return job_id, int(new)
 
-    def add_prioritized(self, priority: int, **a: Any) -> tuple[str, int] | int:
-        added = self._add(**a)
-        if isinstance(added, int):
-            return added
-        job_id, new = added
+    def add_prioritized(self, priority: int, **a: Any) -> tuple[str, int]:
+        job_id, new = self._add(**a)
         if new:
             self.jobs[job_id].priority = priority
             self._push_prioritized(job_id, priority)
             self._emit("prioritized", job_id, "priority", priority)
-        return job_id, int(new)
-
-    def add_parent(self, priority: int = 0, **a: Any) -> tuple[str, int] | int:
-        added = self._add(**a)
-        if isinstance(added, int):
-            return added
-        job_id, new = added
-        if new:
-            self.jobs[job_id].priority = priority
-            self.waiting_children[job_id] = a["now"]
-            self.jobs[job_id].state = "waiting-children"
-            self._emit("waiting-children", job_id)
         return job_id, int(new)
 
     # -- pickup ---------------------------------------------------------------------------

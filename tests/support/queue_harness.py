@@ -17,12 +17,13 @@ from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 from echomq_scripts import generated as g
+from echomq_scripts.flows import FlowIds, FlowJob
 from tests.support.invariants import (
     NOW,
     STATES,
     Client,
     add_delayed,
-    add_parent,
+    add_flow,
     add_prioritized,
     add_standard,
     assert_one_state,
@@ -105,11 +106,22 @@ class Queue:
         self.check()
         return new_id
 
-    def add_parent(self, job_id: str = "", **kwargs: Any) -> str:
-        new_id, added = add_parent(self.r, self.name, job_id=job_id, **kwargs)
-        assert added == 1
+    def add_flow(self, flow: FlowJob, *, parent_id: str = "", now: int = NOW) -> FlowIds:
+        ids = add_flow(self.r, self.name, flow, parent_id=parent_id, now=now)
         self.check()
-        return new_id
+        return ids
+
+    def node(self, job_id: str = "", *children: FlowJob, **kwargs: Any) -> FlowJob:
+        """A flow's node in this queue, named as the add helpers name jobs: "parent" when it has
+        `children`, else "job"."""
+        kwargs.setdefault("name", "parent" if children else "job")
+        return FlowJob(queue=self.name, job_id=job_id, children=children, **kwargs)
+
+    def add_child(self, parent_id: str, job_id: str = "", **kwargs: Any) -> str:
+        """One job added below an existing one: a flow of one node, below `parent_id`."""
+        ids = self.add_flow(self.node(job_id, **kwargs), parent_id=parent_id)
+        assert ids.added == 1
+        return ids.job_id
 
     # -- the worker's scripts ---------------------------------------------------------------
 

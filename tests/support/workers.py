@@ -431,7 +431,6 @@ class Producer(Agent):
                 opts=job.opts(),
                 now=now_ms(),
                 dedup_id="",
-                parent_id="",
                 **extra,
             )
             # added is 0 when a re-sent add found the job its lost first send had added.

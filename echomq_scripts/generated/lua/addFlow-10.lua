@@ -1,0 +1,598 @@
+--- Adds a flow, a tree of jobs in one queue whose parents wait for their children: all or nothing.
+--- Every node is checked before anything is written, so a failure code or a refused argument
+--- adds none of it. A parent waits in waiting-children until its children are done.
+--- The nodes come in pre-order, 8 values each: a node, then its children's subtrees. A node with
+--- children goes to waiting-children, and its priority is the one it runs with once released; a
+--- leaf goes to delayed with a delay (keeping its priority for when it is due), else to
+--- prioritized with a priority, else to wait (paused while the queue is paused). With parent_id,
+--- the root becomes a child of that existing job, as when an active job adds children.
+--- A custom id that exists adds nothing (a `duplicated` event) and answers its id; the nodes below
+--- it become its children, and a job without a parent joins the one the flow names for it. A
+--- deduplication id still held adds nothing at that node or below it: the node answers the
+--- holder's id, the nodes below it "".
+--- @key wait              `emq:{q}:wait`              the wait list
+--- @key paused            `emq:{q}:paused`            the paused list
+--- @key delayed           `emq:{q}:delayed`           the delayed set, scored by run-at
+--- @key prioritized       `emq:{q}:prioritized`       the prioritized set
+--- @key pc                `emq:{q}:pc`                the counter that orders jobs of one priority
+--- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
+--- @key meta              `emq:{q}:meta`              the queue's meta hash
+--- @key id                `emq:{q}:id`                the counter of generated ids
+--- @key events            `emq:{q}:events`            the event stream
+--- @key marker            `emq:{q}:marker`            the marker idle workers block on
+--- @arg now        int(0..)  the caller's clock, in milliseconds
+--- @arg parent_id  id?       an existing job in this queue whose child the root becomes, or ""
+--- @arg... node    bytes     per node: job_id ("" to generate one), name, data (JSON), opts (a
+---     JSON object), dedup_id (or ""), delay (ms), priority (0 for none) and its number of children
+--- @return list[tuple[string, int]]  per node, in the order sent: its id, and 1 when it was added
+---     (0 when it existed or was deduplicated)
+--- @error -5 ParentJobNotExist
+--- @error -7 ParentJobCannotBeReplaced
+-- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
+-- id becomes part of key names (emq:{q}:<id>, emq:{q}:<id>:lock, ...), so it may not hold ":"
+-- (job "7:lock" would be job 7's lock) or a brace (the key's hash tag stays the queue's), and it
+-- may not be the name of one of the queue's own keys (job "wait" would make emq:{q}:wait a hash).
+-- No reserved name holds a space, so a space ends the search's words.
+local RESERVED_JOB_IDS = " wait paused active delayed prioritized completed failed waiting-children stalled events meta id pc limiter marker metrics de token "
+
+-- Refuses a custom id that breaks the rule, naming it: `what` is "job id" or "parent id".
+local function checkJobId(jobId, what)
+  if string.find(jobId, "[{}:]") then
+    error(what .. " '" .. jobId .. "' contains '{', '}' or ':', which would make its keys another's")
+  end
+  if not string.find(jobId, " ", 1, true)
+      and string.find(RESERVED_JOB_IDS, " " .. jobId .. " ", 1, true) then
+    error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
+  end
+end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low)
+  if not string.find(value, "^%d+$") then
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
+  end
+  return intArg(value, name, low)
+end
+
+-- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+
+-- The add scripts' shared part: checking a job's arguments, and writing its hash. The add scripts
+-- take `customId` ("" for a generated id), `name`, `data` (JSON), `opts` (JSON), `now` and
+-- `dedupId` as they came.
+
+-- Refuses what a job may not be added with, before anything is written: an id that would make
+-- its keys another's, options that are not a JSON object, or two failure policies.
+local function checkJobArgs(customId, opts, now)
+  nowArg(now) -- stored, and added to sets, as the caller sent it
+  if customId ~= "" then
+    checkJobId(customId, "job id")
+  end
+  -- An object, not an array: cjson reads both as tables, so the text says which it is. The
+  -- empty object, the common case, needs no decoding.
+  if opts == "{}" then
+    return
+  end
+  local ok, decoded = pcall(cjson.decode, opts)
+  if not ok or type(decoded) ~= "table" or not string.match(opts, "^%s*{") then
+    error("opts must be a JSON object")
+  end
+  -- A child has one policy for its parent: with two, which one holds would be a guess.
+  local policies = 0
+  for _, policy in ipairs({ "failParentOnFailure", "ignoreDependencyOnFailure",
+      "removeDependencyOnFailure", "continueParentOnFailure" }) do
+    if decoded[policy] == true then
+      policies = policies + 1
+    end
+  end
+  if policies > 1 then
+    error("opts may set only one of failParentOnFailure, ignoreDependencyOnFailure, "
+      .. "removeDependencyOnFailure and continueParentOnFailure")
+  end
+end
+
+-- Writes a new job's hash, with `extraFields` (the script's own fields), and takes its
+-- deduplication id. A generated id skips the numbers custom ids took, and those in `reserved`
+-- (a flow's custom ids, as keys; nil for none), which are yet to be written. Returns the id.
+local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId, extraFields,
+    reserved)
+  local jobId = customId
+  if jobId == "" then
+    repeat
+      jobId = tostring(redis.call("INCR", idKey))
+    until redis.call("EXISTS", prefix .. jobId) == 0 and not (reserved and reserved[jobId])
+  end
+  local fields = {
+    "name", name, "data", data, "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
+  }
+  if dedupId ~= "" then
+    redis.call("SET", prefix .. "de:" .. dedupId, jobId)
+    fields[#fields + 1] = "deid"
+    fields[#fields + 1] = dedupId
+  end
+  for _, value in ipairs(extraFields) do
+    fields[#fields + 1] = value
+  end
+  redis.call("HSET", prefix .. jobId, unpack(fields))
+  return jobId
+end
+
+-- Adds one job without a parent (a flow's jobs are added by addFlow). Returns the job id and true
+-- when the job is new; or, adding nothing, the id of the job that holds the deduplication id, or
+-- that has the custom id (a `duplicated` event), and false.
+local function addJob(idKey, eventsKey, metaKey, customId, name, data, opts, now, dedupId,
+    extraFields)
+  checkJobArgs(customId, opts, now)
+  local prefix = queuePrefix(idKey)
+  if dedupId ~= "" then
+    local holder = redis.call("GET", prefix .. "de:" .. dedupId)
+    if holder then
+      return holder, false
+    end
+  end
+  if customId ~= "" and redis.call("EXISTS", prefix .. customId) == 1 then
+    emitEvent(eventsKey, metaKey, "duplicated", customId)
+    return customId, false
+  end
+  return createJob(idKey, prefix, customId, name, data, opts, now, dedupId, extraFields), true
+end
+-- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- :processed, :failed (ignored children) and :unsuccessful (failed children).
+local function removeJobKeys(prefix, jobId)
+  local jobKey = prefix .. jobId
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
+    jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+
+-- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just
+-- finished, a number N >= 0 keeps the newest N (a negative N keeps all, as -1 does in BullMQ),
+-- { age = seconds, count = N } drops jobs older than `age` and keeps at most N. Removed jobs lose
+-- their hash and their companion keys. Returns true when the job that just finished was removed.
+local function applyRetention(finishedKey, prefix, jobId, rule, now)
+  if rule == nil or rule == false then
+    return false
+  end
+  local drop = {}
+  if rule == true then
+    drop = { jobId }
+  elseif type(rule) == "number" or type(rule) == "table" then
+    -- Anything but a number counts as not given: a bad rule must not fail a finished job. So
+    -- do a negative count (keep all) and a negative age.
+    local keep = tonumber(type(rule) == "number" and rule or rule.count)
+    local age = type(rule) == "table" and tonumber(rule.age) or nil
+    keep = keep and keep >= 0 and math.floor(keep) or nil
+    if age and age >= 0 then
+      local old = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", now - age * 1000)
+      for _, id in ipairs(old) do
+        drop[#drop + 1] = id
+      end
+    end
+    if keep then
+      local excess = redis.call("ZRANGE", finishedKey, 0, -keep - 1)
+      for _, id in ipairs(excess) do
+        drop[#drop + 1] = id
+      end
+    end
+  end
+  local removedOwn = false
+  for _, id in ipairs(drop) do
+    redis.call("ZREM", finishedKey, id)
+    removeJobKeys(prefix, id)
+    removedOwn = removedOwn or id == jobId
+  end
+  return removedOwn
+end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
+-- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
+-- unless another job holds it by now.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId)
+  end
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
+-- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
+-- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
+local function signalWork(markerKey, dueAt)
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
+end
+
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  end
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
+
+-- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
+-- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
+-- child is pending and none is recorded in :unsuccessful (a child that failed without a policy
+-- that lets the parent go on holds it). A parent that is not in waiting-children (active, or
+-- removed) stays where it is. The other keys are built from the prefix: the scripts that release
+-- a parent do not all take them in KEYS.
+local function releaseParent(waitingChildrenKey, parentId, whenDone)
+  local prefix = queuePrefix(waitingChildrenKey)
+  local parentKey = prefix .. parentId
+  if whenDone and (redis.call("SCARD", parentKey .. ":dependencies") > 0
+      or redis.call("EXISTS", parentKey .. ":unsuccessful") == 1) then
+    return
+  end
+  if redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
+    return
+  end
+  local metaKey = prefix .. "meta"
+  enqueueReadyJob(prefix .. "wait", prefix .. "paused", prefix .. "prioritized", prefix .. "pc",
+    prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
+  emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
+end
+
+-- What a child's failure for good does to its parent (`parentKey`, the child's "parentKey"
+-- field), by the policy of the child's options (`opts`, read with jobOptions; a policy is set
+-- when its value is JSON true):
+-- - ignoreDependencyOnFailure: the child's `reason` goes to the parent's :failed, and the parent
+--   goes on once no other child holds it;
+-- - continueParentOnFailure: the same record, and the parent goes on at once;
+-- - removeDependencyOnFailure: the dependency is dropped, and the parent goes on once no other
+--   child holds it;
+-- - failParentOnFailure: the child goes to the parent's :unsuccessful and a parent waiting for its
+--   children fails, naming the child; its own policy then applies to its own parent, and so on up
+--   the tree (a loop, not a recursion: a tree of any depth);
+-- - none: the child goes to the parent's :unsuccessful and the parent stays; completing it answers
+--   -9 (JobHasFailedChildren).
+-- A parent that does not count the child as pending any more (removed, or the dependency removed)
+-- is left alone.
+local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason, nowText)
+  local prefix = queuePrefix(waitingChildrenKey)
+  while parentKey do
+    local childKey = prefix .. childId
+    if redis.call("SREM", parentKey .. ":dependencies", childKey) == 0 then
+      return
+    end
+    local parentId = string.sub(parentKey, #prefix + 1)
+    if opts.ignoreDependencyOnFailure == true or opts.continueParentOnFailure == true then
+      redis.call("HSET", parentKey .. ":failed", childKey, reason)
+      releaseParent(waitingChildrenKey, parentId, opts.continueParentOnFailure ~= true)
+      return
+    end
+    if opts.removeDependencyOnFailure == true then
+      releaseParent(waitingChildrenKey, parentId, true)
+      return
+    end
+    redis.call("ZADD", parentKey .. ":unsuccessful", nowText, childKey)
+    if opts.failParentOnFailure ~= true
+        or redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
+      return
+    end
+    -- The parent fails as a job does that has no attempt left: counted, its deduplication id
+    -- released, its removeOnFail applied.
+    local stored = redis.call("HMGET", parentKey, "opts", "parentKey", "deid")
+    reason = "child " .. childKey .. " failed"
+    redis.call("HSET", parentKey, "failedReason", reason, "finishedOn", nowText)
+    redis.call("ZADD", prefix .. "failed", nowText, parentId)
+    redis.call("INCR", prefix .. "metrics:failed")
+    releaseDedupId(prefix, parentId, stored[3])
+    emitEvent(prefix .. "events", prefix .. "meta", "failed", parentId, "prev", "waiting-children")
+    opts = jobOptions(stored[1])
+    applyRetention(prefix .. "failed", prefix, parentId, opts.removeOnFail, tonumber(nowText))
+    childId, parentKey = parentId, stored[2]
+  end
+end
+
+-- A job that existed, had no parent, and was named again in a flow below `parentKey` (addFlow has
+-- recorded it there, and in the parent's :dependencies, and checked that no cycle comes of it)
+-- finishes joining it as if it had been added with it: when it completed, its return value goes
+-- to the parent's :processed and the parent goes on if that was the last child; when it failed,
+-- its own policy is applied (childFailed), as if it had failed now; else it stays pending.
+local function joinParent(waitingChildrenKey, prefix, jobId, parentKey, now)
+  local jobKey = prefix .. jobId
+  if redis.call("ZSCORE", prefix .. "completed", jobId) then
+    -- An earlier child's failure may have failed the parent, and its retention removed it.
+    if redis.call("SREM", parentKey .. ":dependencies", jobKey) == 1 then
+      redis.call("HSET", parentKey .. ":processed", jobKey,
+        redis.call("HGET", jobKey, "returnvalue") or "")
+      releaseParent(waitingChildrenKey, string.sub(parentKey, #prefix + 1), true)
+    end
+  elseif redis.call("ZSCORE", prefix .. "failed", jobId) then
+    local stored = redis.call("HMGET", jobKey, "failedReason", "opts")
+    childFailed(waitingChildrenKey, jobId, parentKey, jobOptions(stored[2]), stored[1] or "", now)
+  end
+end
+
+local waitKey, pausedKey, delayedKey, prioritizedKey, pcKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4],
+  KEYS[5]
+local waitingChildrenKey, metaKey, idKey, eventsKey, markerKey = KEYS[6], KEYS[7], KEYS[8],
+  KEYS[9], KEYS[10]
+local now, rootParentId = ARGV[1], ARGV[2]
+local prefix = queuePrefix(idKey)
+local FIELDS = 8
+
+-- 1. Every node's arguments, and the tree they describe.
+local count = (#ARGV - 2) / FIELDS
+if count < 1 or count % 1 ~= 0 then
+  error("a flow is one or more nodes of 8 values each (job_id, name, data, opts, dedup_id, "
+    .. "delay, priority, children), got " .. (#ARGV - 2) .. " values")
+end
+local nodes = {}
+local byCustomId = {}
+local owed = {} -- the nodes still owed children, innermost last: { index, how many }
+for i = 1, count do
+  local at = 2 + (i - 1) * FIELDS
+  local node = {
+    customId = ARGV[at + 1], name = ARGV[at + 2], data = ARGV[at + 3], opts = ARGV[at + 4],
+    dedupId = ARGV[at + 5],
+    delay = intArg(ARGV[at + 6], "node " .. i .. "'s delay", 0),
+    priority = intArg(ARGV[at + 7], "node " .. i .. "'s priority", 0, 2097151),
+    children = intArg(ARGV[at + 8], "node " .. i .. "'s children", 0),
+  }
+  checkJobArgs(node.customId, node.opts, now)
+  if node.children > 0 and node.delay > 0 then
+    error("node " .. i .. " has children and a delay: a parent runs when its children are done")
+  end
+  if node.customId ~= "" then
+    if byCustomId[node.customId] then
+      error("job id '" .. node.customId .. "' is in the flow twice")
+    end
+    byCustomId[node.customId] = i
+    node.key = prefix .. node.customId
+  end
+  if i > 1 then
+    local open = owed[#owed]
+    if not open then
+      error("node " .. i .. " is past the end of the tree the children counts describe")
+    end
+    node.parent = open[1]
+    open[2] = open[2] - 1
+    if open[2] == 0 then
+      owed[#owed] = nil
+    end
+  end
+  if node.children > 0 then
+    owed[#owed + 1] = { i, node.children }
+  end
+  nodes[i] = node
+end
+if #owed > 0 then
+  error("the children counts describe more nodes than the " .. count .. " sent")
+end
+
+-- 2. What the flow meets in Redis: the root's parent, deduplication ids still held, custom ids
+-- that exist, and whose child each of those already is.
+local rootParentKey = nil
+if rootParentId ~= "" then
+  checkJobId(rootParentId, "parent id")
+  rootParentKey = prefix .. rootParentId
+  if redis.call("EXISTS", rootParentKey) == 0 then
+    return -5
+  end
+end
+local taken = {} -- the deduplication ids this flow takes
+local joining = {} -- job key -> the index of the existing job that joins its parent in the flow
+for i, node in ipairs(nodes) do
+  local above = nodes[node.parent]
+  if above and above.skipped then
+    node.skipped = "above"
+  elseif node.dedupId ~= "" and (taken[node.dedupId]
+      or redis.call("EXISTS", prefix .. "de:" .. node.dedupId) == 1) then
+    node.skipped = "deduplicated"
+  elseif node.key and redis.call("EXISTS", node.key) == 1 then
+    node.exists = true
+    node.storedParent = redis.call("HGET", node.key, "parentKey") or nil
+    -- The parent the flow names for it: nil when that one is a new job without a custom id.
+    local named = rootParentKey
+    if above then
+      named = above.key
+    end
+    if above or rootParentKey then
+      if not node.storedParent then
+        node.joins = true
+        joining[node.key] = i
+      elseif node.storedParent ~= named and redis.call("EXISTS", node.storedParent) == 1 then
+        return -7
+      end
+    end
+  elseif node.dedupId ~= "" then
+    -- Taken by a new job only: an add that meets an existing custom id takes nothing, as alone.
+    taken[node.dedupId] = true
+  end
+end
+
+-- A job's parent once the flow is in: a node (an index) or a job key, or neither.
+local function parentAfter(i)
+  local node = nodes[i]
+  if node.exists and not node.joins then
+    return nil, node.storedParent
+  end
+  if node.parent then
+    return node.parent, nil
+  end
+  return nil, rootParentKey
+end
+
+-- An existing job that joins would wait for itself if it is above its new parent.
+for i, node in ipairs(nodes) do
+  local index, ancestor = nil, nil
+  if node.joins then
+    index, ancestor = parentAfter(i)
+  end
+  local seen = {}
+  while index or ancestor do
+    if index then
+      index, ancestor = parentAfter(index)
+    else
+      if ancestor == node.key or seen[ancestor] then
+        error("job '" .. node.customId .. "' cannot be a child of its own descendant or of "
+          .. "itself")
+      end
+      seen[ancestor] = true
+      if joining[ancestor] then
+        index, ancestor = parentAfter(joining[ancestor])
+      else
+        ancestor = redis.call("HGET", ancestor, "parentKey") or nil
+      end
+    end
+  end
+end
+
+-- 3. The writes.
+local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+local replies = {}
+local joiners = {}
+local parents = {}
+for i, node in ipairs(nodes) do
+  local above = nodes[node.parent]
+  local parentKey = rootParentKey
+  if above then
+    parentKey = above.key -- written by now, unless skipped, and then so is this node
+  end
+  if node.skipped == "above" then
+    replies[i] = { "", 0 }
+  elseif node.skipped then
+    replies[i] = { redis.call("GET", prefix .. "de:" .. node.dedupId), 0 }
+  elseif node.exists then
+    emitEvent(eventsKey, metaKey, "duplicated", node.customId)
+    if node.joins then
+      redis.call("HSET", node.key, "parentKey", parentKey)
+      redis.call("SADD", parentKey .. ":dependencies", node.key)
+      redis.call("HSET", parentKey, "deps", "1")
+      joiners[#joiners + 1] = { node.customId, parentKey }
+    end
+    replies[i] = { node.customId, 0 }
+  else
+    local fields = {}
+    if node.delay > 0 then
+      fields[#fields + 1], fields[#fields + 2] = "delay", node.delay
+    end
+    if node.priority > 0 then
+      fields[#fields + 1], fields[#fields + 2] = "priority", node.priority
+    end
+    if parentKey then
+      fields[#fields + 1], fields[#fields + 2] = "parentKey", parentKey
+    end
+    local id = createJob(idKey, prefix, node.customId, node.name, node.data, node.opts, now,
+      node.dedupId, fields, byCustomId)
+    node.key = prefix .. id
+    if parentKey then
+      redis.call("SADD", parentKey .. ":dependencies", node.key)
+      -- Marks the parent, so that finishing a job that never had a child reads no set (-4).
+      redis.call("HSET", parentKey, "deps", "1")
+    end
+    if node.children > 0 then
+      redis.call("ZADD", waitingChildrenKey, now, id)
+      emitEvent(eventsKey, metaKey, "waiting-children", id)
+      parents[#parents + 1] = id
+    elseif node.delay > 0 then
+      local runAt = tonumber(now) + node.delay
+      redis.call("ZADD", delayedKey, runAt, id)
+      signalWork(markerKey, runAt)
+      emitEvent(eventsKey, metaKey, "delayed", id, "delay", node.delay, "runAt", runAt)
+    elseif node.priority > 0 then
+      pushPrioritized(prioritizedKey, pcKey, markerKey, paused, id, node.priority)
+      emitEvent(eventsKey, metaKey, "prioritized", id, "priority", node.priority)
+    else
+      local state = pushReady(waitKey, pausedKey, markerKey, paused, id)
+      emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", id, "name",
+        node.name)
+    end
+    replies[i] = { id, 1 }
+  end
+end
+
+-- 4. Last, once every dependency is recorded: the jobs that joined and had finished count as
+-- finished now, and a new parent none of whose children is pending (all finished, or all
+-- deduplicated) goes on at once.
+for _, joiner in ipairs(joiners) do
+  joinParent(waitingChildrenKey, prefix, joiner[1], joiner[2], now)
+end
+for _, parentId in ipairs(parents) do
+  releaseParent(waitingChildrenKey, parentId, true)
+end
+return replies
