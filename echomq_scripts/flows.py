@@ -15,7 +15,7 @@ waits for (moveToWaitingChildren-7).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from . import generated as g
@@ -24,6 +24,7 @@ from .runtime.clients import AsyncClient, SyncClient
 
 _SCRIPT = "addFlow-10"
 _MAX_PRIORITY = 2097151
+_MAX_RUN_AT = 2**53 - 1  # the largest integer a Lua number and a sorted set's score hold exactly
 
 
 @dataclass(frozen=True)
@@ -56,55 +57,85 @@ class FlowIds:
 def add_flow(client: SyncClient, flow: FlowJob, *, now: int, parent_id: str = "") -> FlowIds:
     """Add `flow` with one addFlow-10 on `client` (a redis.Redis or a RedisCluster); with
     `parent_id`, its root becomes a child of that existing job of the flow's queue."""
-    replies = g.add_flow(client, queue=flow.queue, now=now, parent_id=parent_id, node=_nodes(flow))
-    return _ids(flow, iter(replies))
+    nodes = _preorder(flow)
+    values = _node_values(nodes, now)
+    replies = g.add_flow(client, queue=flow.queue, now=now, parent_id=parent_id, node=values)
+    return _ids(nodes, replies)
 
 
 async def add_flow_async(
     client: AsyncClient, flow: FlowJob, *, now: int, parent_id: str = ""
 ) -> FlowIds:
     """`add_flow` on a redis.asyncio client (a Redis or a RedisCluster)."""
+    nodes = _preorder(flow)
+    values = _node_values(nodes, now)
     replies = await g.add_flow_async(
-        client, queue=flow.queue, now=now, parent_id=parent_id, node=_nodes(flow)
+        client, queue=flow.queue, now=now, parent_id=parent_id, node=values
     )
-    return _ids(flow, iter(replies))
+    return _ids(nodes, replies)
 
 
-def _nodes(flow: FlowJob) -> list[bytes]:
-    """addFlow-10's node values: the tree in pre-order, 8 values a node."""
-    return [value for node in _preorder(flow, flow.queue) for value in _encoded(node)]
+# A node in pre-order, with the index of the node above it (None for the root).
+_Placed = tuple[FlowJob, int | None]
 
 
-def _preorder(node: FlowJob, queue: str) -> Iterator[FlowJob]:
-    if node.queue != queue:
-        raise ArgumentError(
-            f"job {node.name!r} is in queue {node.queue!r} but its parent is in {queue!r}: a "
-            "flow lives in one queue, whose keys share one hash tag"
+def _preorder(root: FlowJob) -> list[_Placed]:
+    """The flow's nodes in the order addFlow-10 takes them, refusing a node in another queue or a
+    parent with a delay. A loop, not a recursion: a flow may be deeper than Python's stack."""
+    nodes: list[_Placed] = []
+    stack: list[_Placed] = [(root, None)]
+    while stack:
+        node, above = stack.pop()
+        if node.queue != root.queue:
+            raise ArgumentError(
+                f"job {node.name!r} is in queue {node.queue!r} but its parent is in "
+                f"{root.queue!r}: a flow lives in one queue, whose keys share one hash tag"
+            )
+        if node.children and node.delay:
+            raise ArgumentError(
+                f"{_SCRIPT}: job {node.name!r} has children and a delay: a parent runs when its "
+                "children are done"
+            )
+        index = len(nodes)
+        nodes.append((node, above))
+        stack.extend((child, index) for child in reversed(node.children))
+    return nodes
+
+
+def _node_values(nodes: Sequence[_Placed], now: int) -> list[bytes]:
+    """addFlow-10's node values, 8 a node, each checked as the script checks it."""
+    arguments.int_arg(_SCRIPT, "now", now, low=0)
+    values: list[bytes] = []
+    for node, _ in nodes:
+        delay = arguments.int_arg(_SCRIPT, "delay", node.delay, low=0)
+        if node.delay and now + node.delay > _MAX_RUN_AT:
+            raise ArgumentError(
+                f"{_SCRIPT}: job {node.name!r} would be due after 2^53 - 1 ms (now {now} + delay "
+                f"{node.delay}), past what a sorted set's score holds exactly"
+            )
+        values += (
+            arguments.id_arg(_SCRIPT, "job_id", node.job_id, optional=True),
+            arguments.string_arg(_SCRIPT, "name", node.name),
+            arguments.string_arg(_SCRIPT, "data", node.data),
+            arguments.json_arg(_SCRIPT, "opts", node.opts, form="object"),
+            arguments.string_arg(_SCRIPT, "dedup_id", node.dedup_id),
+            delay,
+            arguments.int_arg(_SCRIPT, "priority", node.priority, low=0, high=_MAX_PRIORITY),
+            str(len(node.children)).encode(),
         )
-    if node.children and node.delay:
-        raise ArgumentError(
-            f"{_SCRIPT}: job {node.name!r} has children and a delay: a parent runs when its "
-            "children are done"
-        )
-    yield node
-    for child in node.children:
-        yield from _preorder(child, queue)
+    return values
 
 
-def _encoded(node: FlowJob) -> tuple[bytes, ...]:
-    """A node's 8 values, checked as addFlow-10 checks them."""
-    return (
-        arguments.id_arg(_SCRIPT, "job_id", node.job_id, optional=True),
-        arguments.string_arg(_SCRIPT, "name", node.name),
-        arguments.string_arg(_SCRIPT, "data", node.data),
-        arguments.json_arg(_SCRIPT, "opts", node.opts, form="object"),
-        arguments.string_arg(_SCRIPT, "dedup_id", node.dedup_id),
-        arguments.int_arg(_SCRIPT, "delay", node.delay, low=0),
-        arguments.int_arg(_SCRIPT, "priority", node.priority, low=0, high=_MAX_PRIORITY),
-        str(len(node.children)).encode(),
-    )
-
-
-def _ids(node: FlowJob, replies: Iterator[tuple[str, int]]) -> FlowIds:
-    job_id, added = next(replies)
-    return FlowIds(job_id, added, tuple(_ids(child, replies) for child in node.children))
+def _ids(nodes: Sequence[_Placed], replies: Sequence[tuple[str, int]]) -> FlowIds:
+    """The replies, one a node in pre-order, in the shape of the flow: built from the last node
+    back, as a node's children all come after it."""
+    children: list[list[FlowIds]] = [[] for _ in nodes]
+    built: FlowIds | None = None
+    for index in reversed(range(len(nodes))):
+        job_id, added = replies[index]
+        built = FlowIds(job_id, added, tuple(reversed(children[index])))
+        above = nodes[index][1]
+        if above is not None:
+            children[above].append(built)
+    assert built is not None  # a flow has its root
+    return built

@@ -17,7 +17,7 @@
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
 --- @include "includes/intArg"
---- @include "includes/nowArg"
+--- @include "includes/runAtArg"
 --- @include "includes/signalWork"
 
 local delayedKey, metaKey, idKey, eventsKey, markerKey =
@@ -25,7 +25,7 @@ local delayedKey, metaKey, idKey, eventsKey, markerKey =
 local jobId, name, data, opts, now, dedupId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local delay = intArg(ARGV[7], "delay", 0)
 
-local runAt = nowArg(now) + delay
+local runAt = runAtArg(now, delay, "delay") -- refused before anything else
 local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId,
   { "delay", delay })
 if added then

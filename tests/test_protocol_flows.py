@@ -598,3 +598,123 @@ def test_add_flow_async_adds_the_same_flow_on_redis_asyncio(q: Queue) -> None:
     assert refused is errors.ParentJobCannotBeReplaced
     assert q.check() == {"p": "waiting-children", "c": "wait", "1": "wait"}
     assert dependencies(q, "p")[1] == sorted([q.key("c"), q.key("1")])
+
+
+def test_a_failed_joiner_removed_by_another_joiners_parent_still_acts_by_its_policy(
+    q: Queue,
+) -> None:
+    """Two failed jobs join one flow. The first fails its new parent P, whose removeOnFail keeps
+    no failed job: P's retention removes the second joiner before its turn. The second still acts
+    on its parent Q by its policy, as read before the writes: Q records it and goes on."""
+    q.add("J1", opts={"failParentOnFailure": True})
+    q.add("J2", opts={"ignoreDependencyOnFailure": True})
+    fail_for_good(q, "J1", "finish")
+    fail_for_good(q, "J2", "finish")
+    keep_none = {"removeOnFail": 0, "ignoreDependencyOnFailure": True}
+    ids = q.add_flow(q.node("Q", q.node("P", q.node("J1"), opts=keep_none), q.node("J2")))
+    assert [ids.added, *(child.added for child in ids.children)] == [1, 1, 0]
+    assert q.check() == {"Q": "wait"}  # P, J1 and J2 removed by P's retention
+    assert dependencies(q, "Q") == (
+        {},
+        [],
+        {q.key("P"): f"child {q.key('J1')} failed", q.key("J2"): "it broke"},
+        [],
+    )
+
+
+def test_a_parent_made_again_takes_back_the_child_its_removal_left(q: Queue) -> None:
+    """P fails through D and its removeOnFail removes it; C keeps P as its parentKey. A flow that
+    makes P again with C below it: C joins it (a parent that is gone counts as none) and P waits
+    for it, as BullMQ re-attaches a child whose parentKey is the one named."""
+    removed_on_fail = {"removeOnFail": True}
+    q.add_flow(
+        q.node(
+            "P", q.node("D", opts={"failParentOnFailure": True}), q.node("C"), opts=removed_on_fail
+        )
+    )
+    fail_for_good(q, "D", "finish")
+    assert q.check() == {"C": "wait", "D": "failed"}
+    assert q.job("C")["parentKey"] == q.key("P")
+    ids = q.add_flow(q.node("P", q.node("C")))
+    assert (ids.added, ids.children[0].added) == (1, 0)
+    assert q.check() == {"C": "wait", "D": "failed", "P": "waiting-children"}
+    assert dependencies(q, "P")[1] == [q.key("C")]
+    take(q, "C")
+    q.complete("C", '"c"')
+    assert q.check()["P"] == "wait"
+
+
+def test_a_job_cannot_become_its_own_ancestor_through_a_parent_made_again(q: Queue) -> None:
+    """C's parentKey names P, which retention removed. A flow that makes P again below C, with C
+    as P's child: C would wait for P, which waits for C. Refused before any write."""
+    q.add_flow(
+        q.node(
+            "P",
+            q.node("D", opts={"failParentOnFailure": True}),
+            q.node("C"),
+            opts={"removeOnFail": True},
+        )
+    )
+    fail_for_good(q, "D", "finish")
+    before = q.check()
+    with pytest.raises(LuaError, match="'C' cannot be a child of its own descendant"):
+        q.add_flow(q.node("P", q.node("C")), parent_id="C")
+    assert q.check() == before
+    assert not q.r.exists(q.key("P"))
+
+
+def test_a_loop_of_parent_keys_a_removal_left_does_not_refuse_a_job_outside_it(q: Queue) -> None:
+    """P made again below C, whose parentKey names the P that was removed, leaves a loop of
+    parentKeys (C -> P -> C) in which nothing waits for itself. A job that joins below P is not
+    part of that loop: it joins."""
+    q.add_flow(
+        q.node(
+            "P",
+            q.node("D", opts={"failParentOnFailure": True}),
+            q.node("C"),
+            opts={"removeOnFail": True},
+        )
+    )
+    fail_for_good(q, "D", "finish")
+    q.add_flow(q.node("P"), parent_id="C")
+    assert (q.job("P")["parentKey"], q.job("C")["parentKey"]) == (q.key("C"), q.key("P"))
+    q.add("J")
+    ids = q.add_flow(q.node("X", q.node("J")), parent_id="P")
+    assert (ids.added, ids.children[0].added) == (1, 0)
+    assert q.job("J")["parentKey"] == q.key("X")
+    assert dependencies(q, "X")[1] == [q.key("J")]
+
+
+def test_a_delay_past_2_to_the_53_ms_is_refused_before_any_write(q: Queue) -> None:
+    """A run-at over 2^53 - 1 is no longer exact as a Lua number or a sorted set's score: the
+    script refuses it (addDelayedJob-5, a node of addFlow-10), and add_flow before sending."""
+    late = 2**53 - NOW
+    with pytest.raises(LuaError, match="delay must end by 2\\^53 - 1 ms"):
+        q.raw(
+            "addDelayedJob",
+            g.add_delayed_job_keys(q.name),
+            ["", "n", "{}", "{}", str(NOW), "", str(late)],
+        )
+    node = ["", "n", "{}", "{}", "", str(late), "0", "0"]
+    with pytest.raises(LuaError, match="node 1's delay must end by 2\\^53 - 1 ms"):
+        q.raw("addFlow", g.add_flow_keys(q.name), [str(NOW), "", *node])
+    with pytest.raises(ArgumentError, match="due after 2\\^53 - 1 ms"):
+        add_flow(q.r, q.node(delay=late), now=NOW)
+    assert q.check() == {}
+    assert q.r.exists(q.key("id"), q.key("events")) == 0
+    # The last millisecond that is exact is taken.
+    assert q.add_delayed("edge", delay=late - 1) == "edge"
+    assert q.r.zscore(q.key("delayed"), "edge") == 2**53 - 1
+
+
+def test_a_flow_deeper_than_pythons_stack_is_added(q: Queue) -> None:
+    """flows.add_flow walks the tree with a loop, as the script does: a chain of 3,000 jobs."""
+    chain = q.node("leaf")
+    for depth in range(3000):
+        chain = q.node(f"n{depth}", chain)
+    ids = q.add_flow(chain)
+    assert ids.job_id == "n2999"
+    states = q.check()
+    assert len(states) == 3001
+    assert states["leaf"] == "wait"
+    assert states["n0"] == "waiting-children"

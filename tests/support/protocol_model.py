@@ -110,8 +110,11 @@ class FlowNode:
     above: int | None
     skipped: str = ""  # "above" or "deduplicated"
     exists: bool = False
-    joins: bool = False  # an existing job without a parent, which joins the one above it
+    joins: bool = False  # an existing job without a live parent, which joins the one named
     stored_parent: str | None = None
+    # What a joiner had finished with, read before the writes: ("completed", its value) or
+    # ("failed", its reason, its options); None while it has not finished.
+    finished: tuple[str, str, dict[str, Any]] | None = None
     id: str = ""  # once written
 
 
@@ -273,16 +276,22 @@ class QueueModel:
                 node.exists, node.stored_parent = True, existing.parent
                 named = (above.job.job_id or None) if above is not None else (parent_id or None)
                 if above is not None or parent_id:
-                    if existing.parent is None:
+                    # A parent that is gone (removed by retention) counts as none.
+                    if existing.parent is None or existing.parent not in self.jobs:
                         node.joins = True
-                    elif existing.parent != named and existing.parent in self.jobs:
+                        if existing.state == "completed":
+                            node.finished = ("completed", existing.returnvalue or "", {})
+                        elif existing.state == "failed":
+                            reason = existing.failed_reason or ""
+                            node.finished = ("failed", reason, dict(existing.opts))
+                    elif existing.parent != named:
                         return -7
-        joining = {node.job.job_id: i for i, node in enumerate(nodes) if node.joins}
+        by_id = {node.job.job_id: i for i, node in enumerate(nodes) if node.job.job_id}
         for node in nodes:
             if node.joins:
-                self._refuse_cycle(nodes, node, joining, parent_id)
+                self._refuse_cycle(nodes, node, by_id, parent_id)
         replies: list[tuple[str, int]] = []
-        joiners: list[tuple[str, str]] = []
+        joiners: list[tuple[FlowNode, str]] = []
         parents: list[str] = []
         reserved = frozenset(customs)
         for node in nodes:
@@ -302,7 +311,7 @@ class QueueModel:
                     self.jobs[job.job_id].parent = parent
                     self.jobs[parent].pending.add(job.job_id)
                     self.jobs[parent].deps = True
-                    joiners.append((job.job_id, parent))
+                    joiners.append((node, parent))
                 replies.append((job.job_id, 0))
                 continue
             node.id = self._create(
@@ -331,16 +340,17 @@ class QueueModel:
                 state = self._push_ready(node.id)
                 self._emit("paused" if state == "paused" else "waiting", node.id, "name", job.name)
             replies.append((node.id, 1))
-        for child_id, parent in joiners:
-            self._join_parent(child_id, parent, now)
+        for joiner, parent in joiners:
+            self._join_parent(joiner, parent, now)
         for new_parent in parents:
             self._release(new_parent, when_done=True)
         return replies
 
     def _refuse_cycle(
-        self, nodes: list[FlowNode], node: FlowNode, joining: dict[str, int], parent_id: str
+        self, nodes: list[FlowNode], node: FlowNode, by_id: dict[str, int], parent_id: str
     ) -> None:
-        """An existing job that joins may not be above its new parent."""
+        """An existing job that joins may not be above its new parent: its ancestors as they
+        will be once the flow is in. A loop that does not pass through it is not its own."""
 
         def after(i: int) -> tuple[int | None, str | None]:
             at = nodes[i]
@@ -357,25 +367,33 @@ class QueueModel:
                 index, ancestor = after(index)
                 continue
             assert ancestor is not None
-            if ancestor == node.job.job_id or ancestor in seen:
+            if ancestor == node.job.job_id:
                 raise CycleRefused(node.job.job_id)
+            if ancestor in seen:
+                break
             seen.add(ancestor)
-            if ancestor in joining:
-                index, ancestor = after(joining[ancestor])
+            at = by_id.get(ancestor)
+            if at is not None and not nodes[at].skipped:
+                index, ancestor = after(at)
             else:
                 found = self.jobs.get(ancestor)
                 ancestor = found.parent if found is not None else None
 
-    def _join_parent(self, job_id: str, parent_id: str, now: int) -> None:
-        """includes/joinParent.lua: a job that existed joins its parent as it stands."""
-        job, parent = self.jobs[job_id], self.jobs.get(parent_id)
-        if job.state == "completed":
+    def _join_parent(self, node: FlowNode, parent_id: str, now: int) -> None:
+        """includes/joinParent.lua: a job that existed joins its parent by what it had finished
+        with before the flow's writes, whether or not a parent's retention removed it since."""
+        if node.finished is None:
+            return
+        how, result, opts = node.finished
+        job_id = node.job.job_id
+        parent = self.jobs.get(parent_id)
+        if how == "completed":
             if parent is not None and job_id in parent.pending:
                 parent.pending.discard(job_id)
-                parent.processed[job_id] = job.returnvalue or ""
+                parent.processed[job_id] = result
                 self._release(parent_id, when_done=True)
-        elif job.state == "failed":
-            self._child_failed(job_id, parent_id, job.opts, job.failed_reason or "", now)
+        else:
+            self._child_failed(job_id, parent_id, opts, result, now)
 
     def add_standard(self, **a: Any) -> tuple[str, int]:
         job_id, new = self._add(**a)

@@ -158,6 +158,20 @@ local function addJob(idKey, eventsKey, metaKey, customId, name, data, opts, now
   end
   return createJob(idKey, prefix, customId, name, data, opts, now, dedupId, extraFields), true
 end
+
+-- When a job delayed `delay` ms (a checked integer, named `name` in the error) from `now` (the
+-- caller's clock, as sent) becomes due. Refused past 2^53 - 1: beyond it a Lua number, and a
+-- sorted set's score, no longer holds every integer, so the job would be due at another time
+-- than the one asked for. The sum of two numbers up to 2^53 - 1 that is over it rounds to a
+-- number over it too, so the comparison is exact.
+local function runAtArg(now, delay, name)
+  local runAt = nowArg(now) + delay
+  if runAt > 9007199254740991 then
+    error(name .. " must end by 2^53 - 1 ms, got now " .. now .. " + " .. name .. " "
+      .. string.format("%d", delay))
+  end
+  return runAt
+end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
 
@@ -176,7 +190,7 @@ local delayedKey, metaKey, idKey, eventsKey, markerKey =
 local jobId, name, data, opts, now, dedupId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local delay = intArg(ARGV[7], "delay", 0)
 
-local runAt = nowArg(now) + delay
+local runAt = runAtArg(now, delay, "delay") -- refused before anything else
 local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId,
   { "delay", delay })
 if added then

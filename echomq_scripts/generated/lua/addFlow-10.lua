@@ -172,6 +172,23 @@ local function addJob(idKey, eventsKey, metaKey, customId, name, data, opts, now
   end
   return createJob(idKey, prefix, customId, name, data, opts, now, dedupId, extraFields), true
 end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
 -- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
 -- :processed, :failed (ignored children) and :unsuccessful (failed children).
 local function removeJobKeys(prefix, jobId)
@@ -217,23 +234,6 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
     removedOwn = removedOwn or id == jobId
   end
   return removedOwn
-end
--- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
--- script can read them before it writes anything. JSON null reads as absent.
-local function jobOptions(raw)
-  if raw == "{}" or raw == nil then
-    return {} -- the common case, without decoding
-  end
-  local ok, decoded = pcall(cjson.decode, raw)
-  if not ok or type(decoded) ~= "table" then
-    return {}
-  end
-  for name, value in pairs(decoded) do
-    if value == cjson.null then
-      decoded[name] = nil
-    end
-  end
-  return decoded
 end
 -- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
 -- unless another job holds it by now.
@@ -367,24 +367,39 @@ local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason,
   end
 end
 
--- A job that existed, had no parent, and was named again in a flow below `parentKey` (addFlow has
--- recorded it there, and in the parent's :dependencies, and checked that no cycle comes of it)
--- finishes joining it as if it had been added with it: when it completed, its return value goes
--- to the parent's :processed and the parent goes on if that was the last child; when it failed,
--- its own policy is applied (childFailed), as if it had failed now; else it stays pending.
-local function joinParent(waitingChildrenKey, prefix, jobId, parentKey, now)
-  local jobKey = prefix .. jobId
-  if redis.call("ZSCORE", prefix .. "completed", jobId) then
+-- A job that existed without a (live) parent and was named in a flow below `parentKey` (addFlow
+-- has recorded it there, and in the parent's :dependencies, and checked that no cycle comes of
+-- it) finishes joining it as if it had been added with it, by what addFlow read of it before its
+-- first write: `finished` "completed" with `result` its return value, which goes to the parent's
+-- :processed, the parent going on if that was the last child; "failed" with `result` its reason
+-- and `opts` its options, whose policy is applied (childFailed) as if it had failed now; nil
+-- when it has not finished, and stays pending. What is read before is what counts: a parent
+-- that an earlier joiner failed may have removed this job by its retention since.
+local function joinParent(waitingChildrenKey, prefix, jobId, parentKey, finished, result, opts,
+    now)
+  if finished == "completed" then
     -- An earlier child's failure may have failed the parent, and its retention removed it.
-    if redis.call("SREM", parentKey .. ":dependencies", jobKey) == 1 then
-      redis.call("HSET", parentKey .. ":processed", jobKey,
-        redis.call("HGET", jobKey, "returnvalue") or "")
+    if redis.call("SREM", parentKey .. ":dependencies", prefix .. jobId) == 1 then
+      redis.call("HSET", parentKey .. ":processed", prefix .. jobId, result)
       releaseParent(waitingChildrenKey, string.sub(parentKey, #prefix + 1), true)
     end
-  elseif redis.call("ZSCORE", prefix .. "failed", jobId) then
-    local stored = redis.call("HMGET", jobKey, "failedReason", "opts")
-    childFailed(waitingChildrenKey, jobId, parentKey, jobOptions(stored[2]), stored[1] or "", now)
+  elseif finished == "failed" then
+    childFailed(waitingChildrenKey, jobId, parentKey, opts, result, now)
   end
+end
+
+-- When a job delayed `delay` ms (a checked integer, named `name` in the error) from `now` (the
+-- caller's clock, as sent) becomes due. Refused past 2^53 - 1: beyond it a Lua number, and a
+-- sorted set's score, no longer holds every integer, so the job would be due at another time
+-- than the one asked for. The sum of two numbers up to 2^53 - 1 that is over it rounds to a
+-- number over it too, so the comparison is exact.
+local function runAtArg(now, delay, name)
+  local runAt = nowArg(now) + delay
+  if runAt > 9007199254740991 then
+    error(name .. " must end by 2^53 - 1 ms, got now " .. now .. " + " .. name .. " "
+      .. string.format("%d", delay))
+  end
+  return runAt
 end
 
 local waitKey, pausedKey, delayedKey, prioritizedKey, pcKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4],
@@ -402,7 +417,8 @@ if count < 1 or count % 1 ~= 0 then
     .. "delay, priority, children), got " .. (#ARGV - 2) .. " values")
 end
 local nodes = {}
-local byCustomId = {}
+local byCustomId = {} -- a custom id -> its node's index
+local byKey = {} -- the same, by job key
 local owed = {} -- the nodes still owed children, innermost last: { index, how many }
 for i = 1, count do
   local at = 2 + (i - 1) * FIELDS
@@ -417,12 +433,16 @@ for i = 1, count do
   if node.children > 0 and node.delay > 0 then
     error("node " .. i .. " has children and a delay: a parent runs when its children are done")
   end
+  if node.delay > 0 then
+    node.runAt = runAtArg(now, node.delay, "node " .. i .. "'s delay")
+  end
   if node.customId ~= "" then
     if byCustomId[node.customId] then
       error("job id '" .. node.customId .. "' is in the flow twice")
     end
     byCustomId[node.customId] = i
     node.key = prefix .. node.customId
+    byKey[node.key] = i
   end
   if i > 1 then
     local open = owed[#owed]
@@ -445,7 +465,8 @@ if #owed > 0 then
 end
 
 -- 2. What the flow meets in Redis: the root's parent, deduplication ids still held, custom ids
--- that exist, and whose child each of those already is.
+-- that exist, and whose child each of those already is. A parent is one that exists: a
+-- parentKey naming a job that is gone (removed by retention) counts as none.
 local rootParentKey = nil
 if rootParentId ~= "" then
   checkJobId(rootParentId, "parent id")
@@ -455,8 +476,7 @@ if rootParentId ~= "" then
   end
 end
 local taken = {} -- the deduplication ids this flow takes
-local joining = {} -- job key -> the index of the existing job that joins its parent in the flow
-for i, node in ipairs(nodes) do
+for _, node in ipairs(nodes) do
   local above = nodes[node.parent]
   if above and above.skipped then
     node.skipped = "above"
@@ -465,17 +485,25 @@ for i, node in ipairs(nodes) do
     node.skipped = "deduplicated"
   elseif node.key and redis.call("EXISTS", node.key) == 1 then
     node.exists = true
-    node.storedParent = redis.call("HGET", node.key, "parentKey") or nil
-    -- The parent the flow names for it: nil when that one is a new job without a custom id.
-    local named = rootParentKey
-    if above then
-      named = above.key
-    end
+    local stored = redis.call("HMGET", node.key, "parentKey", "returnvalue", "failedReason", "opts")
+    node.storedParent = stored[1] or nil
     if above or rootParentKey then
-      if not node.storedParent then
+      -- The parent the flow names for it: nil when that one is a new job without a custom id.
+      local named = rootParentKey
+      if above then
+        named = above.key
+      end
+      if not node.storedParent or redis.call("EXISTS", node.storedParent) == 0 then
+        -- It joins. What it finished with is read now: once the writes begin, a parent that a
+        -- failed joiner fails may remove it by its retention before its own turn comes.
         node.joins = true
-        joining[node.key] = i
-      elseif node.storedParent ~= named and redis.call("EXISTS", node.storedParent) == 1 then
+        if redis.call("ZSCORE", prefix .. "completed", node.customId) then
+          node.finished, node.result = "completed", stored[2] or ""
+        elseif redis.call("ZSCORE", prefix .. "failed", node.customId) then
+          node.finished, node.result = "failed", stored[3] or ""
+          node.options = jobOptions(stored[4])
+        end
+      elseif node.storedParent ~= named then
         return -7
       end
     end
@@ -497,26 +525,30 @@ local function parentAfter(i)
   return nil, rootParentKey
 end
 
--- An existing job that joins would wait for itself if it is above its new parent.
+-- An existing job that joins would wait for itself if it is above its new parent. Its ancestors
+-- are followed as they will be once the flow is in: through the flow's nodes, and through the
+-- parentKey fields of jobs outside it. A loop that does not pass through the joiner (parentKeys
+-- that a removed parent left) is not one it makes: the walk stops there.
 for i, node in ipairs(nodes) do
-  local index, ancestor = nil, nil
   if node.joins then
-    index, ancestor = parentAfter(i)
-  end
-  local seen = {}
-  while index or ancestor do
-    if index then
-      index, ancestor = parentAfter(index)
-    else
-      if ancestor == node.key or seen[ancestor] then
+    local index, ancestor = parentAfter(i)
+    local seen = {}
+    while index or ancestor do
+      if index then
+        index, ancestor = parentAfter(index)
+      elseif ancestor == node.key then
         error("job '" .. node.customId .. "' cannot be a child of its own descendant or of "
           .. "itself")
-      end
-      seen[ancestor] = true
-      if joining[ancestor] then
-        index, ancestor = parentAfter(joining[ancestor])
+      elseif seen[ancestor] then
+        break
       else
-        ancestor = redis.call("HGET", ancestor, "parentKey") or nil
+        seen[ancestor] = true
+        local at = byKey[ancestor]
+        if at and not nodes[at].skipped then
+          index, ancestor = parentAfter(at)
+        else
+          ancestor = redis.call("HGET", ancestor, "parentKey") or nil
+        end
       end
     end
   end
@@ -543,7 +575,7 @@ for i, node in ipairs(nodes) do
       redis.call("HSET", node.key, "parentKey", parentKey)
       redis.call("SADD", parentKey .. ":dependencies", node.key)
       redis.call("HSET", parentKey, "deps", "1")
-      joiners[#joiners + 1] = { node.customId, parentKey }
+      joiners[#joiners + 1] = { node, parentKey }
     end
     replies[i] = { node.customId, 0 }
   else
@@ -570,10 +602,9 @@ for i, node in ipairs(nodes) do
       emitEvent(eventsKey, metaKey, "waiting-children", id)
       parents[#parents + 1] = id
     elseif node.delay > 0 then
-      local runAt = tonumber(now) + node.delay
-      redis.call("ZADD", delayedKey, runAt, id)
-      signalWork(markerKey, runAt)
-      emitEvent(eventsKey, metaKey, "delayed", id, "delay", node.delay, "runAt", runAt)
+      redis.call("ZADD", delayedKey, node.runAt, id)
+      signalWork(markerKey, node.runAt)
+      emitEvent(eventsKey, metaKey, "delayed", id, "delay", node.delay, "runAt", node.runAt)
     elseif node.priority > 0 then
       pushPrioritized(prioritizedKey, pcKey, markerKey, paused, id, node.priority)
       emitEvent(eventsKey, metaKey, "prioritized", id, "priority", node.priority)
@@ -590,7 +621,9 @@ end
 -- finished now, and a new parent none of whose children is pending (all finished, or all
 -- deduplicated) goes on at once.
 for _, joiner in ipairs(joiners) do
-  joinParent(waitingChildrenKey, prefix, joiner[1], joiner[2], now)
+  local node = joiner[1]
+  joinParent(waitingChildrenKey, prefix, node.customId, joiner[2], node.finished, node.result,
+    node.options, now)
 end
 for _, parentId in ipairs(parents) do
   releaseParent(waitingChildrenKey, parentId, true)
