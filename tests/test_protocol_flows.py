@@ -622,19 +622,27 @@ def test_a_failed_joiner_removed_by_another_joiners_parent_still_acts_by_its_pol
     )
 
 
-def test_a_parent_made_again_takes_back_the_child_its_removal_left(q: Queue) -> None:
-    """P fails through D and its removeOnFail removes it; C keeps P as its parentKey. A flow that
-    makes P again with C below it: C joins it (a parent that is gone counts as none) and P waits
-    for it, as BullMQ re-attaches a child whose parentKey is the one named."""
-    removed_on_fail = {"removeOnFail": True}
+def parent_removed_child_kept(q: Queue) -> None:
+    """P fails through its child D and its removeOnFail removes it; its other child C, waiting,
+    keeps P as its parentKey."""
     q.add_flow(
         q.node(
-            "P", q.node("D", opts={"failParentOnFailure": True}), q.node("C"), opts=removed_on_fail
+            "P",
+            q.node("D", opts={"failParentOnFailure": True}),
+            q.node("C"),
+            opts={"removeOnFail": True},
         )
     )
     fail_for_good(q, "D", "finish")
     assert q.check() == {"C": "wait", "D": "failed"}
     assert q.job("C")["parentKey"] == q.key("P")
+
+
+def test_a_parent_made_again_takes_back_the_child_its_removal_left(q: Queue) -> None:
+    """P fails through D and its removeOnFail removes it; C keeps P as its parentKey. A flow that
+    makes P again with C below it: C joins it (a parent that is gone counts as none) and P waits
+    for it, as BullMQ re-attaches a child whose parentKey is the one named."""
+    parent_removed_child_kept(q)
     ids = q.add_flow(q.node("P", q.node("C")))
     assert (ids.added, ids.children[0].added) == (1, 0)
     assert q.check() == {"C": "wait", "D": "failed", "P": "waiting-children"}
@@ -647,15 +655,7 @@ def test_a_parent_made_again_takes_back_the_child_its_removal_left(q: Queue) -> 
 def test_a_job_cannot_become_its_own_ancestor_through_a_parent_made_again(q: Queue) -> None:
     """C's parentKey names P, which retention removed. A flow that makes P again below C, with C
     as P's child: C would wait for P, which waits for C. Refused before any write."""
-    q.add_flow(
-        q.node(
-            "P",
-            q.node("D", opts={"failParentOnFailure": True}),
-            q.node("C"),
-            opts={"removeOnFail": True},
-        )
-    )
-    fail_for_good(q, "D", "finish")
+    parent_removed_child_kept(q)
     before = q.check()
     with pytest.raises(LuaError, match="'C' cannot be a child of its own descendant"):
         q.add_flow(q.node("P", q.node("C")), parent_id="C")
@@ -667,15 +667,7 @@ def test_a_loop_of_parent_keys_a_removal_left_does_not_refuse_a_job_outside_it(q
     """P made again below C, whose parentKey names the P that was removed, leaves a loop of
     parentKeys (C -> P -> C) in which nothing waits for itself. A job that joins below P is not
     part of that loop: it joins."""
-    q.add_flow(
-        q.node(
-            "P",
-            q.node("D", opts={"failParentOnFailure": True}),
-            q.node("C"),
-            opts={"removeOnFail": True},
-        )
-    )
-    fail_for_good(q, "D", "finish")
+    parent_removed_child_kept(q)
     q.add_flow(q.node("P"), parent_id="C")
     assert (q.job("P")["parentKey"], q.job("C")["parentKey"]) == (q.key("C"), q.key("P"))
     q.add("J")
