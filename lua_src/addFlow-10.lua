@@ -28,17 +28,16 @@
 ---     (0 when it existed or was deduplicated)
 --- @error -5 ParentJobNotExist
 --- @error -7 ParentJobCannotBeReplaced
---- @include "includes/addJob"
+--- @include "includes/checkJobArgs"
 --- @include "includes/checkJobId"
+--- @include "includes/createJob"
 --- @include "includes/emitEvent"
+--- @include "includes/enqueueNewJob"
 --- @include "includes/intArg"
 --- @include "includes/jobOptions"
 --- @include "includes/joinParent"
---- @include "includes/pushPrioritized"
---- @include "includes/pushReady"
 --- @include "includes/releaseParent"
 --- @include "includes/runAtArg"
---- @include "includes/signalWork"
 
 local waitKey, pausedKey, delayedKey, prioritizedKey, pcKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4],
   KEYS[5]
@@ -67,7 +66,11 @@ for i = 1, count do
     priority = intArg(ARGV[at + 7], "node " .. i .. "'s priority", 0, 2097151),
     children = intArg(ARGV[at + 8], "node " .. i .. "'s children", 0),
   }
-  checkJobArgs(node.customId, node.opts, now)
+  node.dedup = checkJobArgs(node.customId, node.opts, now, node.dedupId)
+  if node.dedup and (node.dedup.replace or node.dedup.keepLastIfActive) then
+    error("node " .. i .. ": a flow's job takes no opts.deduplication.replace or "
+      .. "keepLastIfActive: what it would replace, or keep, has a parent of its own")
+  end
   if node.children > 0 and node.delay > 0 then
     error("node " .. i .. " has children and a delay: a parent runs when its children are done")
   end
@@ -194,6 +197,8 @@ end
 
 -- 3. The writes.
 local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+local placeKeys = { waitKey, pausedKey, delayedKey, prioritizedKey, pcKey, markerKey, eventsKey,
+  metaKey }
 local replies = {}
 local joiners = {}
 local parents = {}
@@ -206,7 +211,14 @@ for i, node in ipairs(nodes) do
   if node.skipped == "above" then
     replies[i] = { "", 0 }
   elseif node.skipped then
-    replies[i] = { redis.call("GET", prefix .. "de:" .. node.dedupId), 0 }
+    local dedupKey = prefix .. "de:" .. node.dedupId
+    local holder = redis.call("GET", dedupKey)
+    if node.dedup and node.dedup.ttl and node.dedup.extend then
+      redis.call("SET", dedupKey, holder, "PX", node.dedup.ttl)
+    end
+    emitEvent(eventsKey, metaKey, "deduplicated", holder, "deduplicationId", node.dedupId,
+      "deduplicatedJobId", node.customId)
+    replies[i] = { holder, 0 }
   elseif node.exists then
     emitEvent(eventsKey, metaKey, "duplicated", node.customId)
     if node.joins then
@@ -227,8 +239,9 @@ for i, node in ipairs(nodes) do
     if parentKey then
       fields[#fields + 1], fields[#fields + 2] = "parentKey", parentKey
     end
+    local ttl = node.dedup and node.dedup.ttl
     local id = createJob(idKey, prefix, node.customId, node.name, node.data, node.opts, now,
-      node.dedupId, fields, byCustomId)
+      node.dedupId, ttl and { "PX", ttl } or {}, fields, byCustomId)
     node.key = prefix .. id
     if parentKey then
       redis.call("SADD", parentKey .. ":dependencies", node.key)
@@ -239,17 +252,8 @@ for i, node in ipairs(nodes) do
       redis.call("ZADD", waitingChildrenKey, now, id)
       emitEvent(eventsKey, metaKey, "waiting-children", id)
       parents[#parents + 1] = id
-    elseif node.delay > 0 then
-      redis.call("ZADD", delayedKey, node.runAt, id)
-      signalWork(markerKey, node.runAt)
-      emitEvent(eventsKey, metaKey, "delayed", id, "delay", node.delay, "runAt", node.runAt)
-    elseif node.priority > 0 then
-      pushPrioritized(prioritizedKey, pcKey, markerKey, paused, id, node.priority)
-      emitEvent(eventsKey, metaKey, "prioritized", id, "priority", node.priority)
     else
-      local state = pushReady(waitKey, pausedKey, markerKey, paused, id)
-      emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", id, "name",
-        node.name)
+      enqueueNewJob(placeKeys, id, node.name, node.delay, node.runAt, node.priority, paused)
     end
     replies[i] = { id, 1 }
   end

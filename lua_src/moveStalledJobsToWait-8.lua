@@ -24,7 +24,7 @@
 --- @include "includes/jobOptions"
 --- @include "includes/nowArg"
 --- @include "includes/queuePrefix"
---- @include "includes/releaseDedupId"
+--- @include "includes/finishDedupId"
 --- @include "includes/signalWork"
 
 local stalledKey, waitKey, activeKey, failedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -47,8 +47,8 @@ for _, jobId in ipairs(redis.call("SMEMBERS", stalledKey)) do
       redis.call("HSET", jobKey, "failedReason", reason, "finishedOn", nowText)
       redis.call("ZADD", failedKey, nowText, jobId)
       redis.call("INCR", prefix .. "metrics:failed")
-      releaseDedupId(prefix, jobId, stored[3])
       emitEvent(eventsKey, metaKey, "failed", jobId, "prev", "active", "reason", "stalled")
+      finishDedupId(prefix, jobId, stored[3], nowText)
       failed[#failed + 1] = jobId
       applyRetention(failedKey, prefix, jobId, opts.removeOnFail, now)
       -- Its parent as a failure by moveToFinished-14 would: by the job's policy.

@@ -61,7 +61,7 @@
 --- @include "includes/pickup"
 --- @include "includes/queuePrefix"
 --- @include "includes/recordFinish"
---- @include "includes/releaseDedupId"
+--- @include "includes/finishDedupId"
 --- @include "includes/releaseParent"
 --- @include "includes/signalWork"
 --- @include "includes/tokenArg"
@@ -141,8 +141,8 @@ else
   end
   redis.call("ZADD", finishedKey, nowText, jobId)
   redis.call("INCR", metricsKey)
-  releaseDedupId(prefix, jobId, dedupId)
   emitEvent(eventsKey, metaKey, outcome, jobId, "prev", "active")
+  finishDedupId(prefix, jobId, dedupId, nowText)
   local rule = opts.removeOnFail
   if outcome == "completed" then
     rule = opts.removeOnComplete

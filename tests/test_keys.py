@@ -39,7 +39,8 @@ def every_key(queue: str, job_id: str) -> set[str]:
     built = {f(queue) for f in BY_QUEUE} | {f(queue, job_id) for f in BY_JOB}
     built |= {keys.metrics(queue, o) for o in ("completed", "failed")}
     built |= {keys.state(queue, s) for s in keys.STATES}
-    return built | {keys.dedup(queue, "d1")}
+    built |= {keys.schedulers(queue), keys.scheduler(queue, "s1")}
+    return built | {keys.dedup(queue, "d1"), keys.dedup_next(queue, "d1")}
 
 
 def test_each_key_of_a_queue() -> None:
@@ -79,7 +80,9 @@ def test_queue_names_that_would_break_the_tag_are_refused(queue: str) -> None:
         keys.wait(queue)
 
 
-@pytest.mark.parametrize("job_id", ["", "a:b", "7:lock", "wait", "meta", "x{y}", "de"])
+@pytest.mark.parametrize(
+    "job_id", ["", "a:b", "7:lock", "wait", "meta", "x{y}", "de", "dn", "repeat", "token"]
+)
 def test_job_ids_that_could_name_another_key_are_refused(job_id: str) -> None:
     with pytest.raises(keys.KeyNameError):
         keys.job("mail", job_id)
@@ -100,7 +103,7 @@ def test_every_script_template_is_a_key_keys_py_builds() -> None:
     for script in g.SCRIPTS:
         for template in script.spec.templates:
             for outcome in ("completed", "failed"):
-                values = {"job_id": "7", "outcome": outcome}
+                values = {"job_id": "7", "outcome": outcome, "dedup_id": "d1", "scheduler_id": "s1"}
                 key = re.sub(r"<(\w+)>", lambda m: values[m[1]], template)  # noqa: B023
                 assert key.replace("{q}", "{mail}") in known, (script.spec.script_id, template)
 

@@ -54,6 +54,7 @@ LOCK_MS = 60_000
 LIMIT_MS = 60_000  # the rate limiter's window: longer than a sequence runs
 CUSTOM_IDS = ["a", "b", "c", "7", "8"]  # numbers too: generated ids must skip them
 DEDUP_IDS = ["d1", "d2"]
+SCHEDULER_IDS = ["s1", "s2"]
 RETENTION_RULES: list[object] = [
     None,
     False,
@@ -97,6 +98,24 @@ def job_options(draw: st.DrawFn) -> dict[str, Any]:
 
 
 jitters = st.sampled_from([0.0, 0.5, 0.0007, 0.999])
+# A dedup TTL long enough never to run out in a run: a rule makes one run out instead.
+DEDUP_TTL = 600_000
+
+
+@st.composite
+def dedup_settings(draw: st.DrawFn, in_flow: bool = False) -> dict[str, Any]:
+    """opts.deduplication, or nothing: a TTL or none, extend, and outside a flow replace and
+    keepLastIfActive."""
+    if draw(st.booleans(), label="dedup defaults"):
+        return {}
+    settings: dict[str, Any] = {}
+    if draw(st.booleans(), label="ttl"):
+        settings["ttl"] = DEDUP_TTL
+    names = ["extend"] if in_flow else ["extend", "replace", "keepLastIfActive"]
+    for name in names:
+        if draw(st.booleans(), label=name):
+            settings[name] = True
+    return {"deduplication": settings}
 
 
 @st.composite
@@ -109,14 +128,18 @@ def flow_nodes(draw: st.DrawFn, leaf: bool = False, depth: int = 0) -> FlowJob:
         size = draw(st.integers(1, 3), label="children")
         children = [draw(flow_nodes(depth=depth + 1)) for _ in range(size)]
     shape = draw(st.sampled_from(["ready", "ready", "delayed", "prioritized"]), label="shape")
+    dedup_id = draw(st.one_of(st.just(""), st.just(""), st.just(""), st.sampled_from(DEDUP_IDS)))
+    opts = draw(job_options())
+    if dedup_id:
+        opts.update(draw(dedup_settings(in_flow=True)))
     return FlowJob(
         name=f"f{depth}",
         queue=QUEUE,
-        opts=draw(job_options()),
+        opts=opts,
         job_id=draw(st.one_of(st.just(""), st.just(""), st.sampled_from(CUSTOM_IDS))),
         delay=draw(st.sampled_from([5, 100])) if shape == "delayed" and not children else 0,
         priority=draw(st.integers(1, 4)) if shape == "prioritized" else 0,
-        dedup_id=draw(st.one_of(st.just(""), st.just(""), st.just(""), st.sampled_from(DEDUP_IDS))),
+        dedup_id=dedup_id,
         children=children,
     )
 
@@ -210,12 +233,22 @@ class QueueMachine(RuleBasedStateMachine):
         custom=st.one_of(st.just(""), st.sampled_from(CUSTOM_IDS)),
         opts=job_options(),
         dedup=st.one_of(st.just(""), st.sampled_from(DEDUP_IDS)),
+        settings=dedup_settings(),
         delay=st.sampled_from([0, 5, 100, 5000]),
         priority=st.integers(1, 4),
     )
     def add(
-        self, kind: str, custom: str, opts: dict[str, Any], dedup: str, delay: int, priority: int
+        self,
+        kind: str,
+        custom: str,
+        opts: dict[str, Any],
+        dedup: str,
+        settings: dict[str, Any],
+        delay: int,
+        priority: int,
     ) -> None:
+        if dedup:
+            opts = {**opts, **settings}
         common: dict[str, Any] = {
             "job_id": custom,
             "name": f"n{kind[0]}",
@@ -490,6 +523,141 @@ class QueueMachine(RuleBasedStateMachine):
         assert read == self.model.get_dependencies(job_id)
         self.last = None
 
+    # -- removing, and deduplication ids by hand --------------------------------------------
+
+    @precondition(lambda self: self.model.jobs)
+    @rule(data=st.data(), children=st.booleans())
+    def remove_a_job(self, data: st.DataObject, children: bool) -> None:
+        """removeJob-13 on any job (a held one is refused, a pending iteration is -8), or none."""
+        job_id = data.draw(st.sampled_from([*sorted(self.model.jobs), "ghost"]))
+        got = call(
+            lambda: g.remove_job(self.r, queue=QUEUE, job_id=job_id, remove_children=children)
+        )
+        assert got == self.model.remove_job(job_id, children)
+        self.last = None
+
+    @precondition(lambda self: self.model.dedup)
+    @rule(data=st.data())
+    def release_a_dedup_id(self, data: st.DataObject) -> None:
+        """getDeduplicationJobId-1, then removeDeduplicationKey-2 for its holder or another."""
+        dedup_id = data.draw(st.sampled_from(sorted(self.model.dedup)))
+        holder = g.get_deduplication_job_id(self.r, queue=QUEUE, dedup_id=dedup_id)
+        assert holder == self.model.dedup[dedup_id]
+        job_id = holder if data.draw(st.booleans()) else "other"
+        got = g.remove_deduplication_key(self.r, queue=QUEUE, dedup_id=dedup_id, job_id=job_id)
+        assert got == self.model.remove_deduplication_key(dedup_id, job_id)
+        self.last = None
+
+    # -- job schedulers ---------------------------------------------------------------------
+
+    @rule(
+        scheduler_id=st.sampled_from(SCHEDULER_IDS),
+        every=st.sampled_from([0, 5, 100, 100, 5000]),
+        ahead=st.sampled_from([1, 5, 100, 6000]),
+        limit=st.sampled_from([0, 0, 1, 3]),
+        start=st.sampled_from([0, 0, 5, 1000]),
+        end=st.sampled_from([0, 0, 100, 20_000]),
+        offset=st.sampled_from([0, 0, 3]),
+        data=st.sampled_from(["{}", '{"v":2}']),
+        priority=st.sampled_from([0, 0, 2]),
+        opts=st.sampled_from([{}, {"attempts": 2}, {"removeOnComplete": True}]),
+    )
+    def upsert_a_scheduler(
+        self,
+        scheduler_id: str,
+        every: int,
+        ahead: int,
+        limit: int,
+        start: int,
+        end: int,
+        offset: int,
+        data: str,
+        priority: int,
+        opts: dict[str, Any],
+    ) -> None:
+        """addJobScheduler-10: every N ms, or a pattern whose next run the caller gives."""
+        now = self.now
+        settings = {
+            "name": f"sched-{scheduler_id}",
+            "data": data,
+            "opts": json.dumps(opts, separators=(",", ":")),
+            "priority": str(priority),
+            "every": str(every),
+            "pattern": "" if every else "*/5 * * * *",
+            "tz": "" if every else "UTC",
+            "limit": str(limit),
+            "startDate": str(now + start if start else 0),
+            "endDate": str(now + end if end else 0),
+        }
+        offset = offset if every > offset else 0
+        next_millis = 0 if every else now + ahead
+        got = call(
+            lambda: g.add_job_scheduler(
+                self.r,
+                queue=QUEUE,
+                scheduler_id=scheduler_id,
+                now=now,
+                every=every,
+                pattern=settings["pattern"],
+                tz=settings["tz"],
+                next_millis=next_millis,
+                limit=limit,
+                start_date=int(settings["startDate"]),
+                end_date=int(settings["endDate"]),
+                offset=offset,
+                name=settings["name"],
+                data=data,
+                opts=opts,
+                priority=priority,
+            )
+        )
+        assert got == self.model.add_job_scheduler(scheduler_id, now, settings, next_millis, offset)
+        self.last = None
+
+    @precondition(lambda self: self.model.active)
+    @rule(data=st.data(), ahead=st.sampled_from([1, 100, 6000]))
+    def schedule_the_next_iteration(self, data: st.DataObject, ahead: int) -> None:
+        """updateJobScheduler-10 for an active job, as the worker that picked it up calls it (an
+        iteration most of the time, current or not)."""
+        iterations = [j for j in self.active_jobs() if self.model.jobs[j].scheduler]
+        job_id = data.draw(st.sampled_from(iterations or self.active_jobs()))
+        scheduler_id = self.model.jobs[job_id].scheduler or data.draw(
+            st.sampled_from(SCHEDULER_IDS)
+        )
+        scheduler = self.model.schedulers.get(scheduler_id)
+        next_millis = 0
+        if scheduler is not None and scheduler.settings["pattern"]:
+            next_millis = max(scheduler.next, self.now) + ahead
+        got = g.update_job_scheduler(
+            self.r,
+            queue=QUEUE,
+            scheduler_id=scheduler_id,
+            job_id=job_id,
+            now=self.now,
+            next_millis=next_millis,
+        )
+        assert got == self.model.update_job_scheduler(scheduler_id, job_id, self.now, next_millis)
+        self.last = None
+
+    @precondition(lambda self: self.model.schedulers)
+    @rule(data=st.data(), remove=st.sampled_from([False, False, True]))
+    def read_or_remove_a_scheduler(self, data: st.DataObject, remove: bool) -> None:
+        """getJobScheduler-2 and getJobSchedulers-1, or removeJobScheduler-8."""
+        scheduler_id = data.draw(st.sampled_from(SCHEDULER_IDS))
+        if remove:
+            got = g.remove_job_scheduler(self.r, queue=QUEUE, scheduler_id=scheduler_id)
+            assert got == self.model.remove_job_scheduler(scheduler_id)
+        else:
+            read = g.get_job_scheduler(self.r, queue=QUEUE, scheduler_id=scheduler_id)
+            assert read == self.model.get_job_scheduler(scheduler_id)
+            count, page = g.get_job_schedulers(self.r, queue=QUEUE, start=0, count=10, asc=True)
+            assert count == len(self.model.schedulers)
+            by_next = sorted(
+                self.model.schedulers, key=lambda s: (self.model.schedulers[s].next, s)
+            )
+            assert page == [self.model.get_job_scheduler(s) for s in by_next]
+        self.last = None
+
     @precondition(lambda self: any(j.parent or j.deps for j in self.model.jobs.values()))
     @rule(data=st.data(), what=st.sampled_from(["dependency"] * 3 + ["unprocessed"]))
     def edit_a_flow(self, data: st.DataObject, what: str) -> None:
@@ -548,6 +716,13 @@ class QueueMachine(RuleBasedStateMachine):
         self.model.lose_lock(job_id)
         self.last = None
 
+    def a_dedup_ttl_runs_out(self, dedup_id: str) -> None:
+        """The PX of a deduplication key runs out: Redis drops the key."""
+        self.r.delete(keys.dedup(QUEUE, dedup_id))
+        del self.model.dedup[dedup_id]
+        self.model.dedup_ttl.discard(dedup_id)
+        self.last = None
+
     # -- queue-wide scripts -----------------------------------------------------------------
 
     def stalled_check(self, max_stalled: int) -> None:
@@ -579,6 +754,7 @@ class QueueMachine(RuleBasedStateMachine):
                 "hostile",
                 "expire",
                 "window",
+                "ttl",
             ]
         ),
         data=st.data(),
@@ -587,7 +763,7 @@ class QueueMachine(RuleBasedStateMachine):
         """What else happens to a queue, one rule so that the worker's steps stay the most
         common: time passes, a stalled check runs, the queue is paused or resumed, an idle
         worker wakes, a runtime sends a hostile id, a lock expires, the rate limiter's window
-        passes."""
+        passes, a deduplication id's TTL runs out."""
         if what == "time":
             self.now += data.draw(st.sampled_from([1, 5, 100, 1000, 6000]))
             self.last = None
@@ -604,6 +780,9 @@ class QueueMachine(RuleBasedStateMachine):
             self.r.delete(keys.limiter(QUEUE))  # what its PEXPIRE does when the window ends
             self.model.limiter = 0
             self.last = None
+        elif what == "ttl":
+            if self.model.dedup_ttl:
+                self.a_dedup_ttl_runs_out(data.draw(st.sampled_from(sorted(self.model.dedup_ttl))))
         else:
             self.add_with_a_hostile_id(
                 data.draw(st.sampled_from(HOSTILE_IDS)),
@@ -640,6 +819,9 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
     pipe.xrange(keys.events(QUEUE))
     pipe.zrange(keys.marker(QUEUE), 0, -1, withscores=True)
     pipe.hget(keys.meta(QUEUE), "paused")
+    pipe.zrange(keys.schedulers(QUEUE), 0, -1, withscores=True)
+    for scheduler_id in model.schedulers:
+        pipe.hgetall(keys.scheduler(QUEUE, scheduler_id))
     for job_id in job_ids:
         pipe.hgetall(keys.job(QUEUE, job_id))
         pipe.get(keys.lock(QUEUE, job_id))
@@ -675,6 +857,12 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
     assert events == model.events
     check_marker(dict(next(replies)), model)
     assert (next(replies) is not None) == model.paused
+    assert {text(m): int(score) for m, score in next(replies)} == {
+        s: scheduler.next for s, scheduler in model.schedulers.items()
+    }
+    for scheduler_id, scheduler in model.schedulers.items():
+        stored = {text(k): text(v) for k, v in next(replies).items()}
+        assert stored == scheduler.fields(), f"scheduler {scheduler_id}"
     for job_id in job_ids:
         check_job(model.jobs[job_id], *(next(replies) for _ in range(6)))
     check_no_orphans(r, names, model)
@@ -692,7 +880,7 @@ def check_job(
     stored = {text(k): text(v) for k, v in fields.items()}
     want = {
         "name": job.name,
-        "data": "{}",
+        "data": job.data,
         "opts": json.dumps(job.opts, separators=(",", ":")),  # as the wrapper sent it
         "timestamp": str(job.timestamp),
         "atm": str(job.atm),
@@ -708,6 +896,7 @@ def check_job(
         "returnvalue": job.returnvalue,
         "failedReason": job.failed_reason,
         "deps": "1" if job.deps else None,
+        "rjk": job.scheduler,
     }
     want.update({k: str(v) for k, v in optional.items() if v is not None})
     stored.pop("stacktrace", None)  # written with failedReason; the model does not follow it
@@ -751,6 +940,12 @@ def check_no_orphans(r: redis.Redis, names: set[str], model: QueueModel) -> None
         if name.startswith("de:"):
             assert model.dedup.get(name[3:]) is not None, f"a dedup key without its job: {name}"
             continue
+        if name.startswith("dn:"):
+            assert name[3:] in model.dedup_next, f"a kept add the model does not have: {name}"
+            continue
+        if name.startswith("repeat:"):
+            assert name[7:] in model.schedulers, f"a scheduler the model does not have: {name}"
+            continue
         if name.startswith("token:"):
             tokens[name[6:]] = name
             continue
@@ -782,8 +977,31 @@ def check_no_orphans(r: redis.Redis, names: set[str], model: QueueModel) -> None
     # retried and picked by another token): the model's own must all be there and right.
     for token, (held, finished, answer) in model.tokens.items():
         assert found.get(token) == (f"{held}:{finished}:{answer}" if finished else held), token
-    dedup = dict(zip(model.dedup, r.mget([keys.dedup(QUEUE, d) for d in model.dedup]), strict=True))
-    assert {d: text(v) if v is not None else None for d, v in dedup.items()} == model.dedup
+    pipe = r.pipeline(transaction=False)
+    for dedup_id in model.dedup:
+        pipe.get(keys.dedup(QUEUE, dedup_id))
+        pipe.pttl(keys.dedup(QUEUE, dedup_id))
+    for dedup_id in model.dedup_next:
+        pipe.hgetall(keys.dedup_next(QUEUE, dedup_id))
+    replies = iter(pipe.execute())
+    for dedup_id, holder in model.dedup.items():
+        stored, ttl = next(replies), next(replies)
+        assert stored is not None, f"dedup id {dedup_id} not held"
+        assert text(stored) == holder, f"dedup id {dedup_id}"
+        assert (ttl > 0) == (dedup_id in model.dedup_ttl), f"the TTL of dedup id {dedup_id}: {ttl}"
+    for dedup_id, kept in model.dedup_next.items():
+        fields = {text(k): text(v) for k, v in next(replies).items()}
+        want = {
+            "name": kept.name,
+            "data": "{}",
+            "opts": json.dumps(kept.opts, separators=(",", ":")),
+            "jid": kept.job_id,
+        }
+        if kept.delay is not None:
+            want["delay"] = str(kept.delay)
+        if kept.priority:
+            want["priority"] = str(kept.priority)
+        assert fields == want, f"the add kept for dedup id {dedup_id}"
 
 
 def examples() -> int:

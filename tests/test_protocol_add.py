@@ -147,7 +147,11 @@ def test_a_held_dedup_id_answers_its_holder_whatever_the_add_script(q: Queue) ->
     assert add_prioritized(q.r, q.name, dedup_id="mail-42") == ("h", 0)
     assert root_of(q, dedup_id="mail-42") == ("h", 0)  # and its child is not added
     assert q.check() == {"h": "wait"}
-    assert len(q.events()) == 1
+    deduplicated = {"event": "deduplicated", "jobId": "h", "deduplicationId": "mail-42"}
+    assert q.events()[1:] == [
+        {**deduplicated, "deduplicatedJobId": "other"},
+        *[{**deduplicated, "deduplicatedJobId": ""}] * 4,
+    ]
 
 
 @pytest.mark.parametrize("outcome", ["completed", "failed"])

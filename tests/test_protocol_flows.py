@@ -710,3 +710,21 @@ def test_a_flow_deeper_than_pythons_stack_is_added(q: Queue) -> None:
     assert len(states) == 3001
     assert states["leaf"] == "wait"
     assert states["n0"] == "waiting-children"
+
+
+def test_a_parent_failed_by_its_child_is_recorded_above_by_its_own_reason(q: Queue) -> None:
+    """kid fails mid (failParentOnFailure); mid's own policy ignores its failure in root, which
+    records mid's reason, the one that names kid, not kid's."""
+    q.add_flow(
+        q.node(
+            "root",
+            q.node(
+                "mid",
+                q.node("kid", opts={"failParentOnFailure": True}),
+                opts={"ignoreDependencyOnFailure": True},
+            ),
+        )
+    )
+    fail_for_good(q, "kid", "finish")
+    assert q.check() == {"root": "wait", "mid": "failed", "kid": "failed"}
+    assert dependencies(q, "root")[2] == {q.key("mid"): f"child {q.key('kid')} failed"}

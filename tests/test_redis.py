@@ -23,6 +23,9 @@ NAMED_SAMPLES = {
     "opts": "{}",
     "job_id": "",
     "parent_id": "",
+    # A job scheduler runs every 1000 ms: no pattern, and an offset within the period.
+    "pattern": "",
+    "offset": "0",
 }
 ARG_SAMPLES = {
     "string": "x",
@@ -40,12 +43,16 @@ VARIADIC_SAMPLES = {"node": ["", "n", "{}", "{}", "", "0", "0", "0"]}
 EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "addDelayedJob-5": [b"1", 1],
     "addFlow-10": [[b"1", 1]],
+    "addJobScheduler-10": [b"repeat-x-1000", 1000],
     "addPrioritizedJob-6": [b"1", 1],
     "addStandardJob-6": [b"1", 1],
     "extendLock-2": -2,
     "getCounts-8": [0] * 8,
+    "getDeduplicationJobId-1": b"",
     "getDependencies-4": -1,
     "getDependencyCounts-4": -1,
+    "getJobScheduler-2": [],
+    "getJobSchedulers-1": [0, []],
     "getJobState-8": b"unknown",
     "moveStalledJobsToWait-8": [[], []],
     "moveToActive-11": [b"", [], 0],
@@ -54,7 +61,11 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "moveToWaitingChildren-7": -2,
     "pause-5": 1,
     "removeChildDependency-2": -1,
+    "removeDeduplicationKey-2": 0,
+    "removeJob-13": -1,
+    "removeJobScheduler-8": 0,
     "removeUnprocessedChildren-10": -1,
+    "updateJobScheduler-10": b"",
 }
 
 

@@ -395,6 +395,9 @@ NAMED_SAMPLES: dict[str, object] = {
     "action": "pause",
     "opts": {},
     "node": [b"", b"n", b"{}", b"{}", b"", b"0", b"0", b"0"],
+    # A job scheduler runs every 1000 ms: no pattern, and an offset within the period.
+    "pattern": "",
+    "offset": 0,
 }
 
 

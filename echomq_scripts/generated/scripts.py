@@ -45,7 +45,7 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="9f12494f6ae3be6ca75e3b43f9e79ea434efae93",
+        sha1="ce4acd437cdc473979218171f6dc2c7cf486b7f3",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -237,7 +237,7 @@ _ADD_FLOW = Script(
         name="addFlow",
         script_id="addFlow-10",
         num_keys=10,
-        sha1="4292499867c3083a82e4e35978ab3acce23798d6",
+        sha1="0efc4c62b8b19f76f77090222548de4583d0de71",
         returns="list[tuple[string, int]]",
         codes=(-5, -7),
         package="echomq_scripts.generated",
@@ -386,6 +386,291 @@ def add_flow_pipeline(
     return Pending(_ADD_FLOW, _index, None)
 
 
+class AddJobSchedulerKeys(NamedTuple):
+    """The keys of addJobScheduler-10, in KEYS order."""
+
+    schedulers: str
+    """The job schedulers, scored by next run (emq:{q}:repeat)"""
+    scheduler: str
+    """The scheduler's settings (emq:{q}:repeat:<scheduler_id>)"""
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_ADD_JOB_SCHEDULER = Script(
+    ScriptSpec(
+        name="addJobScheduler",
+        script_id="addJobScheduler-10",
+        num_keys=10,
+        sha1="f6cb21d6a74764f9ca10cbbfb25e5438a6c47b78",
+        returns="tuple[string, int]",
+        codes=(-10, -11),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:repeat",
+            "emq:{q}:repeat:<scheduler_id>",
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:pc",
+            "emq:{q}:meta",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def add_job_scheduler_keys(
+    queue: str,
+    scheduler_id: str,
+) -> AddJobSchedulerKeys:
+    """The keys of addJobScheduler-10 for `queue` and the ids they name."""
+    _script = "addJobScheduler-10"
+    runtime.id_arg(_script, "scheduler_id", scheduler_id)
+    _built = _ADD_JOB_SCHEDULER.keys_for(
+        queue,
+        {
+            "scheduler_id": scheduler_id,
+        },
+    )
+    return AddJobSchedulerKeys(*_built)
+
+
+def _add_job_scheduler_call(
+    queue: str | None,
+    keys: AddJobSchedulerKeys | None,
+    scheduler_id: str,
+    now: int,
+    every: int,
+    pattern: str,
+    tz: str,
+    next_millis: int,
+    limit: int,
+    start_date: int,
+    end_date: int,
+    offset: int,
+    name: str,
+    data: str,
+    opts: Mapping[str, object],
+    priority: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "addJobScheduler-10"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "scheduler_id", scheduler_id),
+        runtime.int_arg(_script, "now", now, low=0),
+        runtime.int_arg(_script, "every", every, low=0),
+        runtime.string_arg(_script, "pattern", pattern),
+        runtime.string_arg(_script, "tz", tz),
+        runtime.int_arg(_script, "next_millis", next_millis, low=0),
+        runtime.int_arg(_script, "limit", limit, low=0),
+        runtime.int_arg(_script, "start_date", start_date, low=0),
+        runtime.int_arg(_script, "end_date", end_date, low=0),
+        runtime.int_arg(_script, "offset", offset, low=0),
+        runtime.string_arg(_script, "name", name),
+        runtime.string_arg(_script, "data", data),
+        runtime.json_arg(_script, "opts", opts, "object"),
+        runtime.int_arg(_script, "priority", priority, low=0, high=2097151),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _ADD_JOB_SCHEDULER.keys_for(
+            queue,
+            {
+                "scheduler_id": scheduler_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 10)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def add_job_scheduler(
+    client: SyncClient,
+    *,
+    scheduler_id: str,
+    now: int,
+    every: int,
+    pattern: str,
+    tz: str,
+    next_millis: int,
+    limit: int,
+    start_date: int,
+    end_date: int,
+    offset: int,
+    name: str,
+    data: str,
+    opts: Mapping[str, object],
+    priority: int,
+    queue: str | None = None,
+    keys: AddJobSchedulerKeys | None = None,
+) -> tuple[str, int]:
+    """Creates or updates a job scheduler, and schedules its next iteration: exactly one job.
+
+    A scheduler runs `every` ms (from start_date, or keeping an offset within each period)
+    or on a cron pattern, whose next run the caller computes (next_millis: time comes in
+    ARGV), up to a limit of iterations and an end date. Its iterations are jobs from its
+    template, with the ids "repeat-<scheduler_id>-<run at>". Upserted again with the same
+    settings, it changes nothing. With new settings, an iteration not yet picked up is
+    replaced (an every scheduler whose period is unchanged keeps its time); one picked up
+    runs on.
+
+    Args:
+        scheduler_id (id): the scheduler's id
+        now (int(0..)): the caller's clock, in milliseconds
+        every (int(0..)): the period in ms, or 0 for a pattern
+        pattern (string): a cron pattern, or "" for every
+        tz (string): the pattern's time zone (the caller reads it), or ""
+        next_millis (int(0..)): a pattern's next run, as the caller computed it (0 for
+        every)
+        limit (int(0..)): the most iterations to run, or 0 for no limit
+        start_date (int(0..)): no run before this time (ms), or 0
+        end_date (int(0..)): no run after this time (ms), or 0
+        offset (int(0..)): every: the runs' place within each period (ms), or 0
+        name (string): the iterations' name
+        data (string): the iterations' data, as JSON
+        opts (json(object)): the iterations' options
+        priority (int(0..2097151)): the iterations' priority, or 0
+
+    Returns:
+        tuple[string, int]: the pending iteration's id ("" once the limit or the end date is
+        reached), and when it runs
+
+    Raises:
+        SchedulerJobIdCollision: the script returned -10.
+        SchedulerJobSlotsBusy: the script returned -11.
+    """
+    _keys, _args = _add_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+        now,
+        every,
+        pattern,
+        tz,
+        next_millis,
+        limit,
+        start_date,
+        end_date,
+        offset,
+        name,
+        data,
+        opts,
+        priority,
+    )
+    _reply = _ADD_JOB_SCHEDULER.run(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_JOB_SCHEDULER.result(_reply))
+
+
+async def add_job_scheduler_async(
+    client: AsyncClient,
+    *,
+    scheduler_id: str,
+    now: int,
+    every: int,
+    pattern: str,
+    tz: str,
+    next_millis: int,
+    limit: int,
+    start_date: int,
+    end_date: int,
+    offset: int,
+    name: str,
+    data: str,
+    opts: Mapping[str, object],
+    priority: int,
+    queue: str | None = None,
+    keys: AddJobSchedulerKeys | None = None,
+) -> tuple[str, int]:
+    """`add_job_scheduler` for redis.asyncio clients."""
+    _keys, _args = _add_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+        now,
+        every,
+        pattern,
+        tz,
+        next_millis,
+        limit,
+        start_date,
+        end_date,
+        offset,
+        name,
+        data,
+        opts,
+        priority,
+    )
+    _reply = await _ADD_JOB_SCHEDULER.run_async(client, _keys, _args)
+    return cast(tuple[str, int], _ADD_JOB_SCHEDULER.result(_reply))
+
+
+def add_job_scheduler_pipeline(
+    pipe: PipelineClient,
+    *,
+    scheduler_id: str,
+    now: int,
+    every: int,
+    pattern: str,
+    tz: str,
+    next_millis: int,
+    limit: int,
+    start_date: int,
+    end_date: int,
+    offset: int,
+    name: str,
+    data: str,
+    opts: Mapping[str, object],
+    priority: int,
+    queue: str | None = None,
+    keys: AddJobSchedulerKeys | None = None,
+) -> Pending[tuple[str, int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _add_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+        now,
+        every,
+        pattern,
+        tz,
+        next_millis,
+        limit,
+        start_date,
+        end_date,
+        offset,
+        name,
+        data,
+        opts,
+        priority,
+    )
+    _index = _ADD_JOB_SCHEDULER.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_ADD_JOB_SCHEDULER, _index, None)
+
+
 class AddPrioritizedJobKeys(NamedTuple):
     """The keys of addPrioritizedJob-6, in KEYS order."""
 
@@ -408,7 +693,7 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="dbf3c31b050e010d06cb9f729078d3a5aa9a26b5",
+        sha1="bbc04e898fa68a1c2233f1b38eaa7cd5f2530f3e",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -595,7 +880,7 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="7e0e5bf67312e0716e56aed12dac3e098a99599f",
+        sha1="d896638bc482b8c3a86bccc09550ab572502be45",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1026,6 +1311,131 @@ def get_counts_pipeline(
     return Pending(_GET_COUNTS, _index, None)
 
 
+class GetDeduplicationJobIdKeys(NamedTuple):
+    """The keys of getDeduplicationJobId-1, in KEYS order."""
+
+    dedup: str
+    """The deduplication id's holder (emq:{q}:de:<dedup_id>)"""
+
+
+_GET_DEDUPLICATION_JOB_ID = Script(
+    ScriptSpec(
+        name="getDeduplicationJobId",
+        script_id="getDeduplicationJobId-1",
+        num_keys=1,
+        sha1="63bf4078e4841388f511c8d8a48527fdae811707",
+        returns="string",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:de:<dedup_id>",),
+    ),
+    BY_CODE,
+)
+
+
+def get_deduplication_job_id_keys(
+    queue: str,
+    dedup_id: str,
+) -> GetDeduplicationJobIdKeys:
+    """The keys of getDeduplicationJobId-1 for `queue` and the ids they name."""
+    _built = _GET_DEDUPLICATION_JOB_ID.keys_for(
+        queue,
+        {
+            "dedup_id": dedup_id,
+        },
+    )
+    return GetDeduplicationJobIdKeys(*_built)
+
+
+def _get_deduplication_job_id_call(
+    queue: str | None,
+    keys: GetDeduplicationJobIdKeys | None,
+    dedup_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getDeduplicationJobId-1"
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "dedup_id", dedup_id, "non-empty"),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_DEDUPLICATION_JOB_ID.keys_for(
+            queue,
+            {
+                "dedup_id": dedup_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_deduplication_job_id(
+    client: SyncClient,
+    *,
+    dedup_id: str,
+    queue: str | None = None,
+    keys: GetDeduplicationJobIdKeys | None = None,
+) -> str:
+    """Tells which job holds a deduplication id: its id, or "" when none does.
+
+    None does once the id is released or its TTL ran out. The holder may have been removed
+    while a TTL still runs on the id.
+
+    Args:
+        dedup_id (string(non-empty)): the deduplication id
+
+    Returns:
+        string: the holder's id, or ""
+    """
+    _keys, _args = _get_deduplication_job_id_call(
+        queue,
+        keys,
+        dedup_id,
+    )
+    _reply = _GET_DEDUPLICATION_JOB_ID.run(client, _keys, _args)
+    return cast(str, _GET_DEDUPLICATION_JOB_ID.result(_reply))
+
+
+async def get_deduplication_job_id_async(
+    client: AsyncClient,
+    *,
+    dedup_id: str,
+    queue: str | None = None,
+    keys: GetDeduplicationJobIdKeys | None = None,
+) -> str:
+    """`get_deduplication_job_id` for redis.asyncio clients."""
+    _keys, _args = _get_deduplication_job_id_call(
+        queue,
+        keys,
+        dedup_id,
+    )
+    _reply = await _GET_DEDUPLICATION_JOB_ID.run_async(client, _keys, _args)
+    return cast(str, _GET_DEDUPLICATION_JOB_ID.result(_reply))
+
+
+def get_deduplication_job_id_pipeline(
+    pipe: PipelineClient,
+    *,
+    dedup_id: str,
+    queue: str | None = None,
+    keys: GetDeduplicationJobIdKeys | None = None,
+) -> Pending[str]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_deduplication_job_id_call(
+        queue,
+        keys,
+        dedup_id,
+    )
+    _index = _GET_DEDUPLICATION_JOB_ID.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_DEDUPLICATION_JOB_ID, _index, None)
+
+
 class GetDependenciesKeys(NamedTuple):
     """The keys of getDependencies-4, in KEYS order."""
 
@@ -1321,6 +1731,271 @@ def get_dependency_counts_pipeline(
     return Pending(_GET_DEPENDENCY_COUNTS, _index, job_id)
 
 
+class GetJobSchedulerKeys(NamedTuple):
+    """The keys of getJobScheduler-2, in KEYS order."""
+
+    schedulers: str
+    """The job schedulers, scored by next run (emq:{q}:repeat)"""
+    scheduler: str
+    """The scheduler's settings (emq:{q}:repeat:<scheduler_id>)"""
+
+
+_GET_JOB_SCHEDULER = Script(
+    ScriptSpec(
+        name="getJobScheduler",
+        script_id="getJobScheduler-2",
+        num_keys=2,
+        sha1="af9d0100e808d3df694d138af18ce719359a87a9",
+        returns="hash",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:repeat",
+            "emq:{q}:repeat:<scheduler_id>",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def get_job_scheduler_keys(
+    queue: str,
+    scheduler_id: str,
+) -> GetJobSchedulerKeys:
+    """The keys of getJobScheduler-2 for `queue` and the ids they name."""
+    _script = "getJobScheduler-2"
+    runtime.id_arg(_script, "scheduler_id", scheduler_id)
+    _built = _GET_JOB_SCHEDULER.keys_for(
+        queue,
+        {
+            "scheduler_id": scheduler_id,
+        },
+    )
+    return GetJobSchedulerKeys(*_built)
+
+
+def _get_job_scheduler_call(
+    queue: str | None,
+    keys: GetJobSchedulerKeys | None,
+    scheduler_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getJobScheduler-2"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "scheduler_id", scheduler_id),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_JOB_SCHEDULER.keys_for(
+            queue,
+            {
+                "scheduler_id": scheduler_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 2)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_job_scheduler(
+    client: SyncClient,
+    *,
+    scheduler_id: str,
+    queue: str | None = None,
+    keys: GetJobSchedulerKeys | None = None,
+) -> dict[str, str]:
+    """Reads a job scheduler: its settings, with "id", "next" (its next run, or its last once
+    the
+
+    limit or the end date is reached) and "ic" (the iterations scheduled), or {} when there
+    is none.
+
+    Args:
+        scheduler_id (id): the scheduler's id
+
+    Returns:
+        hash: the scheduler's fields, or {}
+    """
+    _keys, _args = _get_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+    )
+    _reply = _GET_JOB_SCHEDULER.run(client, _keys, _args)
+    return cast(dict[str, str], _GET_JOB_SCHEDULER.result(_reply))
+
+
+async def get_job_scheduler_async(
+    client: AsyncClient,
+    *,
+    scheduler_id: str,
+    queue: str | None = None,
+    keys: GetJobSchedulerKeys | None = None,
+) -> dict[str, str]:
+    """`get_job_scheduler` for redis.asyncio clients."""
+    _keys, _args = _get_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+    )
+    _reply = await _GET_JOB_SCHEDULER.run_async(client, _keys, _args)
+    return cast(dict[str, str], _GET_JOB_SCHEDULER.result(_reply))
+
+
+def get_job_scheduler_pipeline(
+    pipe: PipelineClient,
+    *,
+    scheduler_id: str,
+    queue: str | None = None,
+    keys: GetJobSchedulerKeys | None = None,
+) -> Pending[dict[str, str]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+    )
+    _index = _GET_JOB_SCHEDULER.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_JOB_SCHEDULER, _index, None)
+
+
+class GetJobSchedulersKeys(NamedTuple):
+    """The keys of getJobSchedulers-1, in KEYS order."""
+
+    schedulers: str
+    """The job schedulers, scored by next run (emq:{q}:repeat)"""
+
+
+_GET_JOB_SCHEDULERS = Script(
+    ScriptSpec(
+        name="getJobSchedulers",
+        script_id="getJobSchedulers-1",
+        num_keys=1,
+        sha1="19eeabbb0db5c5cc52bca01d469d0b2ee66e2f31",
+        returns="tuple[int, list[hash]]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:repeat",),
+    ),
+    BY_CODE,
+)
+
+
+def get_job_schedulers_keys(
+    queue: str,
+) -> GetJobSchedulersKeys:
+    """The keys of getJobSchedulers-1 for `queue`."""
+    _built = _GET_JOB_SCHEDULERS.keys_for(queue)
+    return GetJobSchedulersKeys(*_built)
+
+
+def _get_job_schedulers_call(
+    queue: str | None,
+    keys: GetJobSchedulersKeys | None,
+    start: int,
+    count: int,
+    asc: bool,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getJobSchedulers-1"
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "start", start, low=0),
+        runtime.int_arg(_script, "count", count, low=1, high=1000),
+        runtime.bool_arg(_script, "asc", asc),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_JOB_SCHEDULERS.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_job_schedulers(
+    client: SyncClient,
+    *,
+    start: int,
+    count: int,
+    asc: bool,
+    queue: str | None = None,
+    keys: GetJobSchedulersKeys | None = None,
+) -> tuple[int, list[dict[str, str]]]:
+    """Lists job schedulers by their next run, a page at a time, with their count.
+
+    Each is read as getJobScheduler-2 reads one.
+
+    Args:
+        start (int(0..)): the first place of the page, counting from 0
+        count (int(1..1000)): the most schedulers on the page
+        asc (bool): soonest first (else latest first)
+
+    Returns:
+        tuple[int, list[hash]]: how many schedulers the queue has, and the page
+    """
+    _keys, _args = _get_job_schedulers_call(
+        queue,
+        keys,
+        start,
+        count,
+        asc,
+    )
+    _reply = _GET_JOB_SCHEDULERS.run(client, _keys, _args)
+    return cast(tuple[int, list[dict[str, str]]], _GET_JOB_SCHEDULERS.result(_reply))
+
+
+async def get_job_schedulers_async(
+    client: AsyncClient,
+    *,
+    start: int,
+    count: int,
+    asc: bool,
+    queue: str | None = None,
+    keys: GetJobSchedulersKeys | None = None,
+) -> tuple[int, list[dict[str, str]]]:
+    """`get_job_schedulers` for redis.asyncio clients."""
+    _keys, _args = _get_job_schedulers_call(
+        queue,
+        keys,
+        start,
+        count,
+        asc,
+    )
+    _reply = await _GET_JOB_SCHEDULERS.run_async(client, _keys, _args)
+    return cast(tuple[int, list[dict[str, str]]], _GET_JOB_SCHEDULERS.result(_reply))
+
+
+def get_job_schedulers_pipeline(
+    pipe: PipelineClient,
+    *,
+    start: int,
+    count: int,
+    asc: bool,
+    queue: str | None = None,
+    keys: GetJobSchedulersKeys | None = None,
+) -> Pending[tuple[int, list[dict[str, str]]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_job_schedulers_call(
+        queue,
+        keys,
+        start,
+        count,
+        asc,
+    )
+    _index = _GET_JOB_SCHEDULERS.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_JOB_SCHEDULERS, _index, None)
+
+
 class GetJobStateKeys(NamedTuple):
     """The keys of getJobState-8, in KEYS order."""
 
@@ -1481,7 +2156,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="6abaa4fc3b95b4026b44df6a06306194f6394808",
+        sha1="4615fc1e14c5103d31642caec6d03b2744b58d45",
         returns="tuple[list[string], list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -2041,7 +2716,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="2a797a7d70396480ff367b8cc2c728821c49899f",
+        sha1="0c9258a6301b3ff7a0f4b7fc55a1539723d45811",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
@@ -2750,6 +3425,479 @@ def remove_child_dependency_pipeline(
     return Pending(_REMOVE_CHILD_DEPENDENCY, _index, job_id)
 
 
+class RemoveDeduplicationKeyKeys(NamedTuple):
+    """The keys of removeDeduplicationKey-2, in KEYS order."""
+
+    dedup: str
+    """The deduplication id's holder (emq:{q}:de:<dedup_id>)"""
+    dedup_next: str
+    """The add kept for when the holder finishes (emq:{q}:dn:<dedup_id>)"""
+
+
+_REMOVE_DEDUPLICATION_KEY = Script(
+    ScriptSpec(
+        name="removeDeduplicationKey",
+        script_id="removeDeduplicationKey-2",
+        num_keys=2,
+        sha1="1da34adbcc4cac90ffaaaa5eefa724fb9ba78453",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:de:<dedup_id>",
+            "emq:{q}:dn:<dedup_id>",
+        ),
+        text_args=("dedup_id",),
+    ),
+    BY_CODE,
+)
+
+
+def remove_deduplication_key_keys(
+    queue: str,
+    dedup_id: str,
+) -> RemoveDeduplicationKeyKeys:
+    """The keys of removeDeduplicationKey-2 for `queue` and the ids they name."""
+    _built = _REMOVE_DEDUPLICATION_KEY.keys_for(
+        queue,
+        {
+            "dedup_id": dedup_id,
+        },
+    )
+    return RemoveDeduplicationKeyKeys(*_built)
+
+
+def _remove_deduplication_key_call(
+    queue: str | None,
+    keys: RemoveDeduplicationKeyKeys | None,
+    dedup_id: str,
+    job_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "removeDeduplicationKey-2"
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "dedup_id", dedup_id, "non-empty"),
+        runtime.id_arg(_script, "job_id", job_id),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _REMOVE_DEDUPLICATION_KEY.keys_for(
+            queue,
+            {
+                "dedup_id": dedup_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 2)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def remove_deduplication_key(
+    client: SyncClient,
+    *,
+    dedup_id: str,
+    job_id: str,
+    queue: str | None = None,
+    keys: RemoveDeduplicationKeyKeys | None = None,
+) -> int:
+    """Releases a deduplication id by hand while the job named still holds it, TTL or not.
+
+    The next add with the id is then added. An add kept for when that job finished
+    (keepLastIfActive) goes with it. Another holder, or none, is left alone.
+
+    Args:
+        dedup_id (string(non-empty)): the deduplication id
+        job_id (id): the job that must hold it
+
+    Returns:
+        int: 1 when the id was released, 0 when that job did not hold it
+    """
+    _keys, _args = _remove_deduplication_key_call(
+        queue,
+        keys,
+        dedup_id,
+        job_id,
+    )
+    _reply = _REMOVE_DEDUPLICATION_KEY.run(client, _keys, _args)
+    return cast(int, _REMOVE_DEDUPLICATION_KEY.result(_reply, job_id))
+
+
+async def remove_deduplication_key_async(
+    client: AsyncClient,
+    *,
+    dedup_id: str,
+    job_id: str,
+    queue: str | None = None,
+    keys: RemoveDeduplicationKeyKeys | None = None,
+) -> int:
+    """`remove_deduplication_key` for redis.asyncio clients."""
+    _keys, _args = _remove_deduplication_key_call(
+        queue,
+        keys,
+        dedup_id,
+        job_id,
+    )
+    _reply = await _REMOVE_DEDUPLICATION_KEY.run_async(client, _keys, _args)
+    return cast(int, _REMOVE_DEDUPLICATION_KEY.result(_reply, job_id))
+
+
+def remove_deduplication_key_pipeline(
+    pipe: PipelineClient,
+    *,
+    dedup_id: str,
+    job_id: str,
+    queue: str | None = None,
+    keys: RemoveDeduplicationKeyKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _remove_deduplication_key_call(
+        queue,
+        keys,
+        dedup_id,
+        job_id,
+    )
+    _index = _REMOVE_DEDUPLICATION_KEY.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_REMOVE_DEDUPLICATION_KEY, _index, job_id)
+
+
+class RemoveJobKeys(NamedTuple):
+    """The keys of removeJob-13, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    completed: str
+    """The completed set (emq:{q}:completed)"""
+    failed: str
+    """The failed set (emq:{q}:failed)"""
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+    stalled: str
+    """The stalled set (emq:{q}:stalled)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    schedulers: str
+    """The job schedulers, scored by next run (emq:{q}:repeat)"""
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+
+
+_REMOVE_JOB = Script(
+    ScriptSpec(
+        name="removeJob",
+        script_id="removeJob-13",
+        num_keys=13,
+        sha1="5cb94b971e007d694d14e09281f0263ade1ab3f7",
+        returns="int",
+        codes=(-1, -8),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:active",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:completed",
+            "emq:{q}:failed",
+            "emq:{q}:waiting-children",
+            "emq:{q}:stalled",
+            "emq:{q}:events",
+            "emq:{q}:meta",
+            "emq:{q}:repeat",
+            "emq:{q}:<job_id>",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def remove_job_keys(
+    queue: str,
+    job_id: str,
+) -> RemoveJobKeys:
+    """The keys of removeJob-13 for `queue` and the ids they name."""
+    _script = "removeJob-13"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _REMOVE_JOB.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return RemoveJobKeys(*_built)
+
+
+def _remove_job_call(
+    queue: str | None,
+    keys: RemoveJobKeys | None,
+    job_id: str,
+    remove_children: bool,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "removeJob-13"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.bool_arg(_script, "remove_children", remove_children),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _REMOVE_JOB.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 13)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def remove_job(
+    client: SyncClient,
+    *,
+    job_id: str,
+    remove_children: bool,
+    queue: str | None = None,
+    keys: RemoveJobKeys | None = None,
+) -> int:
+    """Removes a job in any state, with its lock, its companion keys and its deduplication id.
+
+    Its parent stops waiting for it (and goes on when nothing else holds it). With
+    remove_children, its children go too, and theirs, to any depth: pending, completed and
+    failed alike. A job a worker holds (its lock exists), or with a descendant held, is
+    refused with 0; the pending iteration of a job scheduler answers -8 (remove the
+    scheduler instead).
+
+    Args:
+        job_id (id): the job's id
+        remove_children (bool): remove its children too, to any depth
+
+    Returns:
+        int: 1 when the job was removed, 0 when it, or one of the descendants to remove, is
+        held by a worker
+
+    Raises:
+        JobNotExist: the script returned -1.
+        JobBelongsToJobScheduler: the script returned -8.
+    """
+    _keys, _args = _remove_job_call(
+        queue,
+        keys,
+        job_id,
+        remove_children,
+    )
+    _reply = _REMOVE_JOB.run(client, _keys, _args)
+    return cast(int, _REMOVE_JOB.result(_reply, job_id))
+
+
+async def remove_job_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    remove_children: bool,
+    queue: str | None = None,
+    keys: RemoveJobKeys | None = None,
+) -> int:
+    """`remove_job` for redis.asyncio clients."""
+    _keys, _args = _remove_job_call(
+        queue,
+        keys,
+        job_id,
+        remove_children,
+    )
+    _reply = await _REMOVE_JOB.run_async(client, _keys, _args)
+    return cast(int, _REMOVE_JOB.result(_reply, job_id))
+
+
+def remove_job_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    remove_children: bool,
+    queue: str | None = None,
+    keys: RemoveJobKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _remove_job_call(
+        queue,
+        keys,
+        job_id,
+        remove_children,
+    )
+    _index = _REMOVE_JOB.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_REMOVE_JOB, _index, job_id)
+
+
+class RemoveJobSchedulerKeys(NamedTuple):
+    """The keys of removeJobScheduler-8, in KEYS order."""
+
+    schedulers: str
+    """The job schedulers, scored by next run (emq:{q}:repeat)"""
+    scheduler: str
+    """The scheduler's settings (emq:{q}:repeat:<scheduler_id>)"""
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+
+
+_REMOVE_JOB_SCHEDULER = Script(
+    ScriptSpec(
+        name="removeJobScheduler",
+        script_id="removeJobScheduler-8",
+        num_keys=8,
+        sha1="2cdaf5bc2fa0b6601be8a302e072f0c0c21f26c2",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:repeat",
+            "emq:{q}:repeat:<scheduler_id>",
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:events",
+            "emq:{q}:meta",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def remove_job_scheduler_keys(
+    queue: str,
+    scheduler_id: str,
+) -> RemoveJobSchedulerKeys:
+    """The keys of removeJobScheduler-8 for `queue` and the ids they name."""
+    _script = "removeJobScheduler-8"
+    runtime.id_arg(_script, "scheduler_id", scheduler_id)
+    _built = _REMOVE_JOB_SCHEDULER.keys_for(
+        queue,
+        {
+            "scheduler_id": scheduler_id,
+        },
+    )
+    return RemoveJobSchedulerKeys(*_built)
+
+
+def _remove_job_scheduler_call(
+    queue: str | None,
+    keys: RemoveJobSchedulerKeys | None,
+    scheduler_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "removeJobScheduler-8"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "scheduler_id", scheduler_id),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _REMOVE_JOB_SCHEDULER.keys_for(
+            queue,
+            {
+                "scheduler_id": scheduler_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def remove_job_scheduler(
+    client: SyncClient,
+    *,
+    scheduler_id: str,
+    queue: str | None = None,
+    keys: RemoveJobSchedulerKeys | None = None,
+) -> int:
+    """Removes a job scheduler, with its iteration not yet picked up (a `removed` event); one
+
+    picked up runs on, as a job of its own.
+
+    Args:
+        scheduler_id (id): the scheduler's id
+
+    Returns:
+        int: 1 when the scheduler was removed, 0 when there was none
+    """
+    _keys, _args = _remove_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+    )
+    _reply = _REMOVE_JOB_SCHEDULER.run(client, _keys, _args)
+    return cast(int, _REMOVE_JOB_SCHEDULER.result(_reply))
+
+
+async def remove_job_scheduler_async(
+    client: AsyncClient,
+    *,
+    scheduler_id: str,
+    queue: str | None = None,
+    keys: RemoveJobSchedulerKeys | None = None,
+) -> int:
+    """`remove_job_scheduler` for redis.asyncio clients."""
+    _keys, _args = _remove_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+    )
+    _reply = await _REMOVE_JOB_SCHEDULER.run_async(client, _keys, _args)
+    return cast(int, _REMOVE_JOB_SCHEDULER.result(_reply))
+
+
+def remove_job_scheduler_pipeline(
+    pipe: PipelineClient,
+    *,
+    scheduler_id: str,
+    queue: str | None = None,
+    keys: RemoveJobSchedulerKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _remove_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+    )
+    _index = _REMOVE_JOB_SCHEDULER.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_REMOVE_JOB_SCHEDULER, _index, None)
+
+
 class RemoveUnprocessedChildrenKeys(NamedTuple):
     """The keys of removeUnprocessedChildren-10, in KEYS order."""
 
@@ -2780,7 +3928,7 @@ _REMOVE_UNPROCESSED_CHILDREN = Script(
         name="removeUnprocessedChildren",
         script_id="removeUnprocessedChildren-10",
         num_keys=10,
-        sha1="e0d89177a516d24c84059ab74ed902deace16c1f",
+        sha1="6dc3a7d2ebfebcff42397df5aa039eab38a8537c",
         returns="list[string]",
         codes=(-1,),
         package="echomq_scripts.generated",
@@ -2914,15 +4062,210 @@ def remove_unprocessed_children_pipeline(
     return Pending(_REMOVE_UNPROCESSED_CHILDREN, _index, job_id)
 
 
+class UpdateJobSchedulerKeys(NamedTuple):
+    """The keys of updateJobScheduler-10, in KEYS order."""
+
+    schedulers: str
+    """The job schedulers, scored by next run (emq:{q}:repeat)"""
+    scheduler: str
+    """The scheduler's settings (emq:{q}:repeat:<scheduler_id>)"""
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_UPDATE_JOB_SCHEDULER = Script(
+    ScriptSpec(
+        name="updateJobScheduler",
+        script_id="updateJobScheduler-10",
+        num_keys=10,
+        sha1="2441cfe876dfb60104bf3d74a730181ed8fe214f",
+        returns="string",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:repeat",
+            "emq:{q}:repeat:<scheduler_id>",
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:pc",
+            "emq:{q}:meta",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def update_job_scheduler_keys(
+    queue: str,
+    scheduler_id: str,
+) -> UpdateJobSchedulerKeys:
+    """The keys of updateJobScheduler-10 for `queue` and the ids they name."""
+    _script = "updateJobScheduler-10"
+    runtime.id_arg(_script, "scheduler_id", scheduler_id)
+    _built = _UPDATE_JOB_SCHEDULER.keys_for(
+        queue,
+        {
+            "scheduler_id": scheduler_id,
+        },
+    )
+    return UpdateJobSchedulerKeys(*_built)
+
+
+def _update_job_scheduler_call(
+    queue: str | None,
+    keys: UpdateJobSchedulerKeys | None,
+    scheduler_id: str,
+    job_id: str,
+    now: int,
+    next_millis: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "updateJobScheduler-10"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "scheduler_id", scheduler_id),
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.int_arg(_script, "now", now, low=0),
+        runtime.int_arg(_script, "next_millis", next_millis, low=0),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _UPDATE_JOB_SCHEDULER.keys_for(
+            queue,
+            {
+                "scheduler_id": scheduler_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 10)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def update_job_scheduler(
+    client: SyncClient,
+    *,
+    scheduler_id: str,
+    job_id: str,
+    now: int,
+    next_millis: int,
+    queue: str | None = None,
+    keys: UpdateJobSchedulerKeys | None = None,
+) -> str:
+    """Schedules a job scheduler's next iteration once its current one was picked up: the
+    worker
+
+    that picked it calls this with the job's id, and only the current iteration moves the
+    scheduler on, so workers that race, or a call sent twice, schedule one job. An every
+    scheduler's next run is a period after the current one (or the next slot after now, when
+    runs were missed); a pattern's is next_millis, as the caller computed it. Nothing runs
+    past the limit or the end date.
+
+    Args:
+        scheduler_id (id): the scheduler's id (the picked job's "rjk")
+        job_id (id): the iteration picked up
+        now (int(0..)): the caller's clock, in milliseconds
+        next_millis (int(0..)): a pattern's next run after the current one, as the caller
+        computed it (0 for every)
+
+    Returns:
+        string: the next iteration's id, or "" when none was added: the job is not the
+        current iteration (already moved on, or the scheduler removed), the limit or the end
+        date is reached, or the slot is taken (a `duplicated` event)
+    """
+    _keys, _args = _update_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+        job_id,
+        now,
+        next_millis,
+    )
+    _reply = _UPDATE_JOB_SCHEDULER.run(client, _keys, _args)
+    return cast(str, _UPDATE_JOB_SCHEDULER.result(_reply, job_id))
+
+
+async def update_job_scheduler_async(
+    client: AsyncClient,
+    *,
+    scheduler_id: str,
+    job_id: str,
+    now: int,
+    next_millis: int,
+    queue: str | None = None,
+    keys: UpdateJobSchedulerKeys | None = None,
+) -> str:
+    """`update_job_scheduler` for redis.asyncio clients."""
+    _keys, _args = _update_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+        job_id,
+        now,
+        next_millis,
+    )
+    _reply = await _UPDATE_JOB_SCHEDULER.run_async(client, _keys, _args)
+    return cast(str, _UPDATE_JOB_SCHEDULER.result(_reply, job_id))
+
+
+def update_job_scheduler_pipeline(
+    pipe: PipelineClient,
+    *,
+    scheduler_id: str,
+    job_id: str,
+    now: int,
+    next_millis: int,
+    queue: str | None = None,
+    keys: UpdateJobSchedulerKeys | None = None,
+) -> Pending[str]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _update_job_scheduler_call(
+        queue,
+        keys,
+        scheduler_id,
+        job_id,
+        now,
+        next_millis,
+    )
+    _index = _UPDATE_JOB_SCHEDULER.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_UPDATE_JOB_SCHEDULER, _index, job_id)
+
+
 SCRIPTS: tuple[Script, ...] = (
     _ADD_DELAYED_JOB,
     _ADD_FLOW,
+    _ADD_JOB_SCHEDULER,
     _ADD_PRIORITIZED_JOB,
     _ADD_STANDARD_JOB,
     _EXTEND_LOCK,
     _GET_COUNTS,
+    _GET_DEDUPLICATION_JOB_ID,
     _GET_DEPENDENCIES,
     _GET_DEPENDENCY_COUNTS,
+    _GET_JOB_SCHEDULER,
+    _GET_JOB_SCHEDULERS,
     _GET_JOB_STATE,
     _MOVE_STALLED_JOBS_TO_WAIT,
     _MOVE_TO_ACTIVE,
@@ -2931,7 +4274,11 @@ SCRIPTS: tuple[Script, ...] = (
     _MOVE_TO_WAITING_CHILDREN,
     _PAUSE,
     _REMOVE_CHILD_DEPENDENCY,
+    _REMOVE_DEDUPLICATION_KEY,
+    _REMOVE_JOB,
+    _REMOVE_JOB_SCHEDULER,
     _REMOVE_UNPROCESSED_CHILDREN,
+    _UPDATE_JOB_SCHEDULER,
 )
 
 

@@ -25,12 +25,13 @@ STATES: Final = (
 )
 
 # The queue's own key names: a job id equal to one of them would make `emq:{q}:<id>` (the job
-# hash) the same key as that one. "metrics", "de" and "token" start families of keys
-# (`metrics:<outcome>`, `de:<dedup id>`, `token:<token>`). The add scripts refuse the same ids
-# (lua_src/includes/checkJobId.lua; the tests hold the two lists together).
+# hash) the same key as that one. "metrics", "de", "dn", "token" and "repeat" start families of
+# keys (`metrics:<outcome>`, `de:<dedup id>`, `dn:<dedup id>`, `token:<token>`,
+# `repeat:<scheduler id>`), and "repeat" is also the scheduler set itself. The add scripts refuse
+# the same ids (lua_src/includes/checkJobId.lua; the tests hold the two lists together).
 RESERVED_IDS: Final = frozenset(
     {*STATES, "stalled", "events", "meta", "id", "limiter", "pc", "marker", "metrics", "de"}
-    | {"token"}
+    | {"dn", "token", "repeat"}
 )
 
 
@@ -205,10 +206,32 @@ def unsuccessful(queue: str, job_id: str) -> str:
     return job(queue, job_id) + ":unsuccessful"
 
 
-def dedup(queue: str, dedup_id: str) -> str:
-    """STRING holding the id of the job that holds a deduplication id."""
+def _check_dedup_id(dedup_id: str) -> str:
     if not isinstance(dedup_id, str) or not dedup_id or re.search(r"[{}]", dedup_id):
         raise KeyNameError(
             f"a deduplication id must be a non-empty str without braces: {dedup_id!r:.60}"
         )
-    return prefix(queue) + "de:" + dedup_id
+    return dedup_id
+
+
+def dedup(queue: str, dedup_id: str) -> str:
+    """STRING holding the id of the job that holds a deduplication id (with a TTL when the add
+    gave one)."""
+    return prefix(queue) + "de:" + _check_dedup_id(dedup_id)
+
+
+def dedup_next(queue: str, dedup_id: str) -> str:
+    """HASH of the add kept while the holder of a deduplication id was active (keepLastIfActive):
+    its name, data, opts, custom id ("jid") and delay or priority; added when the holder
+    finishes."""
+    return prefix(queue) + "dn:" + _check_dedup_id(dedup_id)
+
+
+def schedulers(queue: str) -> str:
+    """ZSET of the queue's job schedulers, by id, scored by their next run (ms)."""
+    return prefix(queue) + "repeat"
+
+
+def scheduler(queue: str, scheduler_id: str) -> str:
+    """HASH of a job scheduler's settings, its offset and its iteration count ("ic")."""
+    return prefix(queue) + "repeat:" + check_job_id(scheduler_id, "scheduler id")

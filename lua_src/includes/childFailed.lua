@@ -2,7 +2,7 @@
 --- @include "emitEvent"
 --- @include "jobOptions"
 --- @include "queuePrefix"
---- @include "releaseDedupId"
+--- @include "finishDedupId"
 --- @include "releaseParent"
 
 -- What a child's failure for good does to its parent (`parentKey`, the child's "parentKey"
@@ -49,8 +49,8 @@ local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason,
     redis.call("HSET", parentKey, "failedReason", reason, "finishedOn", nowText)
     redis.call("ZADD", prefix .. "failed", nowText, parentId)
     redis.call("INCR", prefix .. "metrics:failed")
-    releaseDedupId(prefix, parentId, stored[3])
     emitEvent(prefix .. "events", prefix .. "meta", "failed", parentId, "prev", "waiting-children")
+    finishDedupId(prefix, parentId, stored[3], nowText)
     opts = jobOptions(stored[1])
     applyRetention(prefix .. "failed", prefix, parentId, opts.removeOnFail, tonumber(nowText))
     childId, parentKey = parentId, stored[2]

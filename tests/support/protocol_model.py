@@ -13,7 +13,9 @@ wants one gone deletes the lock and its token's record together, as their shared
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +79,8 @@ class Job:
     returnvalue: str | None = None
     failed_reason: str | None = None
     deps: bool = False  # the hash's "deps": a child was ever added to it
+    scheduler: str | None = None  # "rjk": the job scheduler whose iteration it is
+    data: str = "{}"  # what the test sends; a scheduler's iterations take its template's
     lock: str | None = None  # the token that holds the job's lock
     pending: set[str] = field(default_factory=set)  # a parent's pending children, by id
     processed: dict[str, str] = field(default_factory=dict)  # child id -> its return value
@@ -91,6 +95,81 @@ POLICIES = (
     "continueParentOnFailure",
 )
 """A child's policy for its parent when it fails for good: an option set to JSON true."""
+
+
+@dataclass(frozen=True)
+class DedupOptions:
+    """opts.deduplication as includes/checkJobArgs.lua reads it."""
+
+    ttl: int | None = None
+    extend: bool = False
+    replace: bool = False
+    keep_last_if_active: bool = False
+
+
+def dedup_options(opts: Mapping[str, Any]) -> DedupOptions | None:
+    """The deduplication options of valid `opts` (the model sends no others)."""
+    found = opts.get("deduplication")
+    if not isinstance(found, dict):
+        return None
+    return DedupOptions(
+        ttl=found.get("ttl") or None,
+        extend=found.get("extend") is True,
+        replace=found.get("replace") is True,
+        keep_last_if_active=found.get("keepLastIfActive") is True,
+    )
+
+
+@dataclass(frozen=True)
+class KeptAdd:
+    """An add deduplicated while its holder was active, with keepLastIfActive: `dn:<dedup id>`."""
+
+    name: str
+    opts: dict[str, Any]
+    job_id: str  # its custom id, or ""
+    delay: int | None  # addDelayedJob's delay (0 too), None from the other add scripts
+    priority: int
+
+
+@dataclass
+class Scheduler:
+    """A job scheduler: `emq:{q}:repeat:<id>` and its score in `emq:{q}:repeat`."""
+
+    settings: dict[str, str]  # name, data, opts, priority, every, pattern, tz, limit, dates
+    offset: int
+    iterations: int  # "ic"
+    next: int  # the score: the pending iteration's run, or the last one's once it has ended
+
+    def fields(self) -> dict[str, str]:
+        return {**self.settings, "offset": str(self.offset), "ic": str(self.iterations)}
+
+
+def iteration_id(scheduler_id: str, run_at: int) -> str:
+    """includes/schedulerJobId.lua."""
+    return f"repeat-{scheduler_id}-{run_at}"
+
+
+def every_next_run(
+    previous: int | None, every: int, now: int, offset: int, start: int
+) -> tuple[int, int]:
+    """includes/everyNextRun.lua."""
+    if previous is not None:
+        run_at = previous + every
+        if run_at < now:
+            run_at = now // every * every + offset
+            if run_at <= now:
+                run_at += every
+    elif start > 0:
+        run_at = max(start, now)
+    elif offset > 0:
+        run_at = now // every * every + offset
+        if run_at <= now:
+            run_at += every
+    else:
+        run_at = now
+    if offset == 0:
+        offset = run_at - run_at // every * every
+    return run_at, offset
 
 
 class CycleRefused(Exception):
@@ -148,7 +227,10 @@ class QueueModel:
     limiter: int = 0  # pickups in the rate limiter's window (its key's count)
     id_counter: int = 0
     pc: int = 0
-    dedup: dict[str, str] = field(default_factory=dict)
+    dedup: dict[str, str] = field(default_factory=dict)  # dedup id -> the job holding it
+    dedup_ttl: set[str] = field(default_factory=set)  # the dedup ids whose key has a TTL
+    dedup_next: dict[str, KeptAdd] = field(default_factory=dict)
+    schedulers: dict[str, Scheduler] = field(default_factory=dict)
     # A token's record: (the job it holds or held last, the job it finished, that finish's answer)
     tokens: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
@@ -219,15 +301,63 @@ class QueueModel:
     # -- the add scripts ------------------------------------------------------------------
 
     def _add(
-        self, job_id: str, name: str, opts: dict[str, Any], now: int, dedup_id: str
+        self,
+        job_id: str,
+        name: str,
+        opts: dict[str, Any],
+        now: int,
+        dedup_id: str,
+        delay: int | None = None,
+        priority: int = 0,
     ) -> tuple[str, bool]:
-        """includes/addJob.lua: the new job's id and True, or a holder's id and False."""
+        """includes/addJob.lua and deduplicate.lua: the new job's id and True, or a holder's id
+        and False. `delay` and `priority` are the add script's own fields, kept with a deferred
+        add."""
+        options = dedup_options(opts)
+        exists = bool(job_id) and job_id in self.jobs
+        ttl = options.ttl if options else None
+        keep_last = options is not None and options.keep_last_if_active
+        with_ttl = ttl is not None and not keep_last
+        replaced = None
         if dedup_id and dedup_id in self.dedup:
-            return self.dedup[dedup_id], False
-        if job_id in self.jobs:
+            holder = self.dedup[dedup_id]
+            if (
+                options is not None
+                and options.replace
+                and not exists
+                and holder in self.delayed
+                and self.jobs[holder].parent is None
+            ):
+                del self.delayed[holder]
+                del self.jobs[holder]
+                self._emit("removed", holder, "prev", "delayed")
+                replaced = holder
+                if ttl is not None and not options.extend and not keep_last:
+                    with_ttl = dedup_id in self.dedup_ttl  # KEEPTTL
+            else:
+                if keep_last and holder in self.active:
+                    self.dedup_next[dedup_id] = KeptAdd(name, opts, job_id, delay, priority)
+                    self.dedup_ttl.discard(dedup_id)
+                elif ttl is not None and options is not None and options.extend:
+                    self.dedup_ttl.add(dedup_id)
+                self._emit(
+                    "deduplicated",
+                    holder,
+                    "deduplicationId",
+                    dedup_id,
+                    "deduplicatedJobId",
+                    job_id,
+                )
+                return holder, False
+        if exists:
             self._emit("duplicated", job_id)
             return job_id, False
-        return self._create(job_id, name, opts, now, dedup_id), True
+        new = self._create(job_id, name, opts, now, dedup_id, with_ttl=with_ttl)
+        if replaced is not None:
+            self._emit(
+                "deduplicated", new, "deduplicationId", dedup_id, "deduplicatedJobId", replaced
+            )
+        return new, True
 
     def _create(
         self,
@@ -237,8 +367,10 @@ class QueueModel:
         now: int,
         dedup_id: str,
         reserved: frozenset[str] = frozenset(),
+        with_ttl: bool = False,
     ) -> str:
-        """createJob: a generated id skips the ids taken, and `reserved` (a flow's custom ids)."""
+        """createJob: a generated id skips the ids taken, and `reserved` (a flow's custom ids);
+        the dedup id is taken with a TTL or without."""
         while not job_id:
             candidate = self._new_id()
             job_id = "" if candidate in reserved else candidate
@@ -246,6 +378,10 @@ class QueueModel:
         if dedup_id:
             self.dedup[dedup_id] = job_id
             job.dedup = dedup_id
+            if with_ttl:
+                self.dedup_ttl.add(dedup_id)
+            else:
+                self.dedup_ttl.discard(dedup_id)
         self.jobs[job_id] = job
         return job_id
 
@@ -302,7 +438,19 @@ class QueueModel:
                 replies.append(("", 0))
                 continue
             if node.skipped:
-                replies.append((self.dedup[job.dedup_id], 0))
+                holder = self.dedup[job.dedup_id]
+                options = dedup_options(job.opts)
+                if options is not None and options.ttl is not None and options.extend:
+                    self.dedup_ttl.add(job.dedup_id)
+                self._emit(
+                    "deduplicated",
+                    holder,
+                    "deduplicationId",
+                    job.dedup_id,
+                    "deduplicatedJobId",
+                    job.job_id,
+                )
+                replies.append((holder, 0))
                 continue
             if node.exists:
                 node.id = job.job_id
@@ -314,8 +462,15 @@ class QueueModel:
                     joiners.append((node, parent))
                 replies.append((job.job_id, 0))
                 continue
+            options = dedup_options(job.opts)
             node.id = self._create(
-                job.job_id, job.name, dict(job.opts), now, job.dedup_id, reserved
+                job.job_id,
+                job.name,
+                dict(job.opts),
+                now,
+                job.dedup_id,
+                reserved,
+                with_ttl=options is not None and options.ttl is not None,
             )
             new = self.jobs[node.id]
             new.delay = job.delay or None
@@ -403,7 +558,7 @@ class QueueModel:
         return job_id, int(new)
 
     def add_delayed(self, delay: int, **a: Any) -> tuple[str, int]:
-        job_id, new = self._add(**a)
+        job_id, new = self._add(**a, delay=delay)
         if new:
             job = self.jobs[job_id]
             job.delay = delay
@@ -413,7 +568,7 @@ class QueueModel:
         return job_id, int(new)
 
     def add_prioritized(self, priority: int, **a: Any) -> tuple[str, int]:
-        job_id, new = self._add(**a)
+        job_id, new = self._add(**a, priority=priority)
         if new:
             self.jobs[job_id].priority = priority
             self._push_prioritized(job_id, priority)
@@ -567,14 +722,46 @@ class QueueModel:
             self.failed[parent_id] = now
             parent.state = "failed"
             self.metrics["failed"] += 1
-            self._release_dedup(parent)
             self._emit("failed", parent_id, "prev", "waiting-children")
+            self._finish_dedup(parent, now)
             self._retention(self.failed, parent_id, parent.opts.get("removeOnFail"), now)
             child_id, parent_id, opts = parent_id, parent.parent, parent.opts
+            reason = parent.failed_reason  # what the parent's own parent records of it
 
     def _release_dedup(self, job: Job) -> None:
+        """includes/releaseDedupId.lua: a job removed lets its dedup id go, TTL or not, with the
+        add kept for when it finished."""
         if job.dedup is not None and self.dedup.get(job.dedup) == job.id:
             del self.dedup[job.dedup]
+            self.dedup_ttl.discard(job.dedup)
+            self.dedup_next.pop(job.dedup, None)
+
+    def _finish_dedup(self, job: Job, now: int) -> None:
+        """includes/finishDedupId.lua: a job that finishes adds the add kept while it was active,
+        or lets its dedup id go unless a TTL runs on it."""
+        dedup_id = job.dedup
+        if dedup_id is None or self.dedup.get(dedup_id) != job.id:
+            return
+        kept = self.dedup_next.pop(dedup_id, None)
+        if kept is not None and (not kept.job_id or kept.job_id not in self.jobs):
+            new_id = self._create(kept.job_id, kept.name, kept.opts, now, dedup_id)
+            new = self.jobs[new_id]
+            new.delay = kept.delay or None
+            new.priority = kept.priority
+            if kept.delay:
+                run_at = min(now + kept.delay, 2**53 - 1)
+                self.delayed[new_id] = run_at
+                new.state = "delayed"
+                self._emit("delayed", new_id, "delay", kept.delay, "runAt", run_at)
+            elif kept.priority:
+                self._push_prioritized(new_id, kept.priority)
+                self._emit("prioritized", new_id, "priority", kept.priority)
+            else:
+                state = self._push_ready(new_id)
+                self._emit("paused" if state == "paused" else "waiting", new_id, "name", kept.name)
+            return
+        if dedup_id not in self.dedup_ttl:
+            del self.dedup[dedup_id]
 
     def move_to_finished(
         self,
@@ -627,8 +814,8 @@ class QueueModel:
             finished[job_id] = now
             job.state = outcome
             self.metrics[outcome] += 1
-            self._release_dedup(job)
             self._emit(outcome, job_id, "prev", "active")
+            self._finish_dedup(job, now)
             rule = job.opts.get("removeOnComplete" if outcome == "completed" else "removeOnFail")
             self._retention(finished, job_id, rule, now)
             if job.parent is not None and outcome == "completed":
@@ -757,6 +944,213 @@ class QueueModel:
             scored.pop(job_id, None)
         self.stalled.discard(job_id)
 
+    # -- removing -------------------------------------------------------------------------
+
+    def remove_job(self, job_id: str, children: bool) -> int:
+        """removeJob-13."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        owner = self.schedulers.get(job.scheduler or "")
+        if owner is not None and iteration_id(job.scheduler or "", owner.next) == job_id:
+            return -8
+        doomed, seen = [job_id], {job_id}
+        for at in doomed:  # the loop sees what it appends: breadth first
+            found = self.jobs.get(at)
+            if found is None:
+                continue
+            if found.lock is not None:
+                return 0
+            if children:
+                kids = [*found.pending, *found.processed, *found.ignored, *found.unsuccessful]
+                for kid in sorted(kids, key=lambda c: self.job_key(c).encode()):
+                    if kid not in seen and kid in self.jobs:
+                        seen.add(kid)
+                        doomed.append(kid)
+        for at in doomed:
+            gone = self.jobs.get(at)
+            prev = "unknown"
+            for listed in (self.wait, self.paused_list, self.active):
+                if at in listed:
+                    prev = gone.state if gone is not None else prev
+                    while at in listed:
+                        listed.remove(at)
+            for scored in (
+                self.delayed,
+                self.prioritized,
+                self.completed,
+                self.failed,
+                self.waiting_children,
+            ):
+                if scored.pop(at, None) is not None and gone is not None:
+                    prev = gone.state
+            self.stalled.discard(at)
+            if gone is not None:
+                self._release_dedup(gone)
+                del self.jobs[at]
+            self._emit("removed", at, "prev", prev)
+        parent = self.jobs.get(job.parent) if job.parent is not None else None
+        if parent is not None and (job_id in parent.pending or job_id in parent.unsuccessful):
+            parent.pending.discard(job_id)
+            parent.unsuccessful.pop(job_id, None)
+            self._release(parent.id, when_done=True)
+        return 1
+
+    def remove_deduplication_key(self, dedup_id: str, job_id: str) -> int:
+        """removeDeduplicationKey-2."""
+        if self.dedup.get(dedup_id) != job_id:
+            return 0
+        del self.dedup[dedup_id]
+        self.dedup_ttl.discard(dedup_id)
+        self.dedup_next.pop(dedup_id, None)
+        return 1
+
+    # -- job schedulers -------------------------------------------------------------------
+
+    def _add_iteration(self, scheduler_id: str, scheduler: Scheduler, run_at: int, now: int) -> str:
+        """includes/addSchedulerJob.lua."""
+        settings = scheduler.settings
+        job_id = iteration_id(scheduler_id, run_at)
+        opts: dict[str, Any] = json.loads(settings["opts"])
+        job = Job(
+            job_id, settings["name"], opts, now, scheduler=scheduler_id, data=settings["data"]
+        )
+        self.jobs[job_id] = job
+        delay = max(run_at - now, 0)
+        priority = int(settings["priority"])
+        job.delay = delay or None
+        job.priority = priority
+        if delay > 0:
+            self.delayed[job_id] = run_at
+            job.state = "delayed"
+            self._emit("delayed", job_id, "delay", delay, "runAt", run_at)
+        elif priority > 0:
+            self._push_prioritized(job_id, priority)
+            self._emit("prioritized", job_id, "priority", priority)
+        else:
+            state = self._push_ready(job_id)
+            self._emit("paused" if state == "paused" else "waiting", job_id, "name", job.name)
+        return job_id
+
+    def _pending_iteration(self, job_id: str) -> str | None:
+        """The state of an iteration not picked up yet, in the order the scripts look."""
+        if job_id in self.delayed:
+            return "delayed"
+        if job_id in self.prioritized:
+            return "prioritized"
+        if job_id in self.wait:
+            return "wait"
+        if job_id in self.paused_list:
+            return "paused"
+        return None
+
+    def _drop_iteration(self, job_id: str, state: str) -> None:
+        for listed in (self.wait, self.paused_list):
+            while job_id in listed:
+                listed.remove(job_id)
+        self.delayed.pop(job_id, None)
+        self.prioritized.pop(job_id, None)
+        del self.jobs[job_id]
+        self._emit("removed", job_id, "prev", state)
+
+    def add_job_scheduler(
+        self,
+        scheduler_id: str,
+        now: int,
+        settings: dict[str, str],
+        next_millis: int,
+        offset: int,
+    ) -> tuple[str, int] | int:
+        """addJobScheduler-10: `settings` as the script stores them (every field a string)."""
+        every, limit = int(settings["every"]), int(settings["limit"])
+        start, end = int(settings["startDate"]), int(settings["endDate"])
+        stored = self.schedulers.get(scheduler_id)
+        if stored is not None and stored.settings == settings and offset in (0, stored.offset):
+            current = iteration_id(scheduler_id, stored.next)
+            return (current if current in self.jobs else "", stored.next)
+        pending_id, pending = None, None
+        if stored is not None:
+            pending_id = iteration_id(scheduler_id, stored.next)
+            pending = self._pending_iteration(pending_id)
+        run_at = next_millis
+        if every > 0:
+            if stored is not None and pending and int(stored.settings["every"]) == every:
+                run_at, offset = stored.next, stored.offset
+            else:
+                run_at, offset = every_next_run(None, every, now, offset, start)
+        iterations = stored.iterations if stored is not None else 0
+        if pending:
+            iterations -= 1
+        ended = (limit > 0 and iterations >= limit) or (end > 0 and run_at > end)
+
+        def taken(run: int) -> bool:
+            found = iteration_id(scheduler_id, run)
+            return found != pending_id and found in self.jobs
+
+        if not ended and taken(run_at):
+            if every == 0:
+                return -10
+            scanned = 0
+            while True:
+                run_at, scanned = run_at + every, scanned + 1
+                if scanned == 32 or not taken(run_at):
+                    break
+            if taken(run_at):
+                return -11
+            ended = end > 0 and run_at > end
+        if pending and pending_id is not None:
+            self._drop_iteration(pending_id, pending)
+        scheduler = Scheduler(dict(settings), offset, iterations, run_at)
+        job_id = ""
+        if not ended:
+            job_id = self._add_iteration(scheduler_id, scheduler, run_at, now)
+            scheduler.iterations += 1
+        elif stored is not None and not pending:
+            scheduler.next = stored.next
+        self.schedulers[scheduler_id] = scheduler
+        return job_id, scheduler.next
+
+    def update_job_scheduler(
+        self, scheduler_id: str, job_id: str, now: int, next_millis: int
+    ) -> str:
+        """updateJobScheduler-10."""
+        scheduler = self.schedulers.get(scheduler_id)
+        if scheduler is None or iteration_id(scheduler_id, scheduler.next) != job_id:
+            return ""
+        every = int(scheduler.settings["every"])
+        limit, end = int(scheduler.settings["limit"]), int(scheduler.settings["endDate"])
+        run_at = next_millis
+        if every > 0:
+            run_at, _ = every_next_run(scheduler.next, every, now, scheduler.offset, 0)
+        if (limit > 0 and scheduler.iterations >= limit) or (end > 0 and run_at > end):
+            return ""
+        next_id = iteration_id(scheduler_id, run_at)
+        if next_id in self.jobs:
+            self._emit("duplicated", next_id)
+            return ""
+        self._add_iteration(scheduler_id, scheduler, run_at, now)
+        scheduler.iterations += 1
+        scheduler.next = run_at
+        return next_id
+
+    def remove_job_scheduler(self, scheduler_id: str) -> int:
+        """removeJobScheduler-8."""
+        scheduler = self.schedulers.pop(scheduler_id, None)
+        if scheduler is None:
+            return 0
+        job_id = iteration_id(scheduler_id, scheduler.next)
+        pending = self._pending_iteration(job_id)
+        if pending:
+            self._drop_iteration(job_id, pending)
+        return 1
+
+    def get_job_scheduler(self, scheduler_id: str) -> dict[str, str]:
+        """getJobScheduler-2."""
+        scheduler = self.schedulers.get(scheduler_id)
+        if scheduler is None:
+            return {}
+        return {**scheduler.fields(), "id": scheduler_id, "next": str(scheduler.next)}
+
     # -- queue-wide scripts ---------------------------------------------------------------
 
     def move_stalled_jobs_to_wait(
@@ -778,8 +1172,8 @@ class QueueModel:
                 self.failed[job_id] = now
                 job.state = "failed"
                 self.metrics["failed"] += 1
-                self._release_dedup(job)
                 self._emit("failed", job_id, "prev", "active", "reason", "stalled")
+                self._finish_dedup(job, now)
                 failed.append(job_id)
                 self._retention(self.failed, job_id, job.opts.get("removeOnFail"), now)
                 self._child_failed(job_id, job.parent, job.opts, job.failed_reason, now)

@@ -19,7 +19,7 @@
 -- (job "7:lock" would be job 7's lock) or a brace (the key's hash tag stays the queue's), and it
 -- may not be the name of one of the queue's own keys (job "wait" would make emq:{q}:wait a hash).
 -- No reserved name holds a space, so a space ends the search's words.
-local RESERVED_JOB_IDS = " wait paused active delayed prioritized completed failed waiting-children stalled events meta id pc limiter marker metrics de token "
+local RESERVED_JOB_IDS = " wait paused active delayed prioritized completed failed waiting-children stalled events meta id pc limiter marker metrics de dn token repeat "
 
 -- Refuses a custom id that breaks the rule, naming it: `what` is "job id" or "parent id".
 local function checkJobId(jobId, what)
@@ -30,12 +30,6 @@ local function checkJobId(jobId, what)
       and string.find(RESERVED_JOB_IDS, " " .. jobId .. " ", 1, true) then
     error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
   end
-end
--- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
-local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 -- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
 -- error that names the argument: scripts read their arguments before they write anything, so a
@@ -73,19 +67,14 @@ end
 local function nowArg(value)
   return digitsArg(value, "now", 0)
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
-
--- The add scripts' shared part: checking a job's arguments, and writing its hash. The add scripts
--- take `customId` ("" for a generated id), `name`, `data` (JSON), `opts` (JSON), `now` and
--- `dedupId` as they came.
 
 -- Refuses what a job may not be added with, before anything is written: an id that would make
--- its keys another's, options that are not a JSON object, or two failure policies.
-local function checkJobArgs(customId, opts, now)
+-- its keys another's, options that are not a JSON object, two failure policies, or
+-- deduplication options that do not fit. `customId` ("" for a generated id), `opts` (JSON),
+-- `now` and `dedupId` ("" for none) as the add took them. Returns the deduplication options
+-- (opts.deduplication, read: `ttl` in ms or nil, and `extend`, `replace`, `keepLastIfActive`,
+-- each set by JSON true), or nil when the job has none.
+local function checkJobArgs(customId, opts, now, dedupId)
   nowArg(now) -- stored, and added to sets, as the caller sent it
   if customId ~= "" then
     checkJobId(customId, "job id")
@@ -93,7 +82,7 @@ local function checkJobArgs(customId, opts, now)
   -- An object, not an array: cjson reads both as tables, so the text says which it is. The
   -- empty object, the common case, needs no decoding.
   if opts == "{}" then
-    return
+    return nil
   end
   local ok, decoded = pcall(cjson.decode, opts)
   if not ok or type(decoded) ~= "table" or not string.match(opts, "^%s*{") then
@@ -111,13 +100,39 @@ local function checkJobArgs(customId, opts, now)
     error("opts may set only one of failParentOnFailure, ignoreDependencyOnFailure, "
       .. "removeDependencyOnFailure and continueParentOnFailure")
   end
+  local dedup = decoded.deduplication
+  if dedup == nil or dedup == cjson.null then
+    return nil
+  end
+  -- The id is the dedup_id argument alone; options without it would be ignored unseen.
+  if type(dedup) ~= "table" then
+    error("opts.deduplication must be an object")
+  end
+  if dedupId == "" then
+    error("opts.deduplication needs a dedup_id")
+  end
+  if dedup.id ~= nil and dedup.id ~= dedupId then
+    error("opts.deduplication.id must be the dedup_id, '" .. dedupId .. "', or absent")
+  end
+  local ttl = dedup.ttl
+  if ttl == cjson.null or ttl == 0 then
+    ttl = nil
+  elseif type(ttl) == "number" then
+    ttl = intArg(ttl, "opts.deduplication.ttl", 1)
+  elseif ttl ~= nil then
+    error("opts.deduplication.ttl must be a number of milliseconds, got " .. cjson.encode(ttl))
+  end
+  return {
+    ttl = ttl, extend = dedup.extend == true, replace = dedup.replace == true,
+    keepLastIfActive = dedup.keepLastIfActive == true,
+  }
 end
-
 -- Writes a new job's hash, with `extraFields` (the script's own fields), and takes its
--- deduplication id. A generated id skips the numbers custom ids took, and those in `reserved`
--- (a flow's custom ids, as keys; nil for none), which are yet to be written. Returns the id.
-local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId, extraFields,
-    reserved)
+-- deduplication id (`dedupId`, "" for none) with `dedupKeyArgs`, what SET takes after the value
+-- (a TTL, KEEPTTL, or nothing). A generated id skips the numbers custom ids took, and those in
+-- `reserved` (a flow's custom ids, not written yet; nil for none). Returns the id.
+local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId, dedupKeyArgs,
+    extraFields, reserved)
   local jobId = customId
   if jobId == "" then
     repeat
@@ -128,7 +143,7 @@ local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId
     "name", name, "data", data, "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
   }
   if dedupId ~= "" then
-    redis.call("SET", prefix .. "de:" .. dedupId, jobId)
+    redis.call("SET", prefix .. "de:" .. dedupId, jobId, unpack(dedupKeyArgs))
     fields[#fields + 1] = "deid"
     fields[#fields + 1] = dedupId
   end
@@ -138,25 +153,108 @@ local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId
   redis.call("HSET", prefix .. jobId, unpack(fields))
   return jobId
 end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- :processed, :failed (ignored children) and :unsuccessful (failed children).
+local function removeJobKeys(prefix, jobId)
+  local jobKey = prefix .. jobId
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
+    jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
 
--- Adds one job without a parent (a flow's jobs are added by addFlow). Returns the job id and true
--- when the job is new; or, adding nothing, the id of the job that holds the deduplication id, or
--- that has the custom id (a `duplicated` event), and false.
+-- The deduplication step of an add with the deduplication id `dedupId` and its options `dedup`
+-- (checkJobArgs's reading of opts.deduplication, or nil): `customId` ("" for a generated id),
+-- whether a job has it (`exists`), and the job's `name`, `data`, `opts` and the add script's
+-- own fields (`extraFields`), kept when the add is deferred.
+-- Returns the holder's id when the add is deduplicated: it adds nothing, and a `deduplicated`
+-- event names the holder and the id that was not added. Before that, with `extend`, the TTL
+-- starts again; with `keepLastIfActive` and the holder active, the add is kept (the last one
+-- wins) in `dn:<dedupId>`, to be added when the holder finishes (finishDedupId), and the id is
+-- held until then.
+-- Otherwise returns nil, then what SET takes after the new job's id for the key (a TTL, none with
+-- keepLastIfActive: held until the job finishes; KEEPTTL when a replaced holder's TTL runs on),
+-- then the holder replaced: with `replace`, a holder still delayed (and no flow's child) is
+-- removed (`removed`) and the add goes on in its place, unless the custom id exists.
+local function deduplicate(prefix, eventsKey, metaKey, dedupId, dedup, customId, exists, name,
+    data, opts, extraFields)
+  local key = prefix .. "de:" .. dedupId
+  local holder = redis.call("GET", key)
+  local ttl = dedup and dedup.ttl
+  local keepLast = dedup and dedup.keepLastIfActive
+  if not holder then
+    if keepLast then
+      return nil, {}
+    end
+    return nil, ttl and { "PX", ttl } or {}
+  end
+  local delayedKey = prefix .. "delayed"
+  if dedup and dedup.replace and not exists and redis.call("ZSCORE", delayedKey, holder)
+      and redis.call("HEXISTS", prefix .. holder, "parentKey") == 0 then
+    redis.call("ZREM", delayedKey, holder)
+    removeJobKeys(prefix, holder)
+    emitEvent(eventsKey, metaKey, "removed", holder, "prev", "delayed")
+    if keepLast then
+      return nil, {}, holder
+    end
+    if ttl and not dedup.extend then
+      return nil, { "KEEPTTL" }, holder
+    end
+    return nil, ttl and { "PX", ttl } or {}, holder
+  end
+  if keepLast and redis.call("LPOS", prefix .. "active", holder) then
+    local nextKey = prefix .. "dn:" .. dedupId
+    redis.call("DEL", nextKey)
+    redis.call("HSET", nextKey, "name", name, "data", data, "opts", opts, "jid", customId,
+      unpack(extraFields))
+    redis.call("PERSIST", key)
+  elseif ttl and dedup.extend then
+    redis.call("SET", key, holder, "PX", ttl)
+  end
+  emitEvent(eventsKey, metaKey, "deduplicated", holder, "deduplicationId", dedupId,
+    "deduplicatedJobId", customId)
+  return holder
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+
+-- Adds one job without a parent (a flow's jobs are added by addFlow): the add scripts' shared
+-- part. They pass `customId` ("" for a generated id), `name`, `data` (JSON), `opts` (JSON),
+-- `now` and `dedupId` as they came, and their own fields of the hash (`extraFields`). Returns the
+-- job id and true when the job is new; or, adding nothing, the id of the job that holds the
+-- deduplication id (deduplicate), or that has the custom id (a `duplicated` event), and false.
 local function addJob(idKey, eventsKey, metaKey, customId, name, data, opts, now, dedupId,
     extraFields)
-  checkJobArgs(customId, opts, now)
+  local dedup = checkJobArgs(customId, opts, now, dedupId)
   local prefix = queuePrefix(idKey)
+  local exists = customId ~= "" and redis.call("EXISTS", prefix .. customId) == 1
+  local dedupKeyArgs, replaced = nil, nil
   if dedupId ~= "" then
-    local holder = redis.call("GET", prefix .. "de:" .. dedupId)
+    local holder
+    holder, dedupKeyArgs, replaced = deduplicate(prefix, eventsKey, metaKey, dedupId, dedup,
+      customId, exists, name, data, opts, extraFields)
     if holder then
       return holder, false
     end
   end
-  if customId ~= "" and redis.call("EXISTS", prefix .. customId) == 1 then
+  if exists then
     emitEvent(eventsKey, metaKey, "duplicated", customId)
     return customId, false
   end
-  return createJob(idKey, prefix, customId, name, data, opts, now, dedupId, extraFields), true
+  local jobId = createJob(idKey, prefix, customId, name, data, opts, now, dedupId, dedupKeyArgs,
+    extraFields, nil)
+  if replaced then
+    emitEvent(eventsKey, metaKey, "deduplicated", jobId, "deduplicationId", dedupId,
+      "deduplicatedJobId", replaced)
+  end
+  return jobId, true
 end
 
 -- When a job delayed `delay` ms (a checked integer, named `name` in the error) from `now` (the

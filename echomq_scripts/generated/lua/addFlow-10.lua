@@ -33,7 +33,7 @@
 -- (job "7:lock" would be job 7's lock) or a brace (the key's hash tag stays the queue's), and it
 -- may not be the name of one of the queue's own keys (job "wait" would make emq:{q}:wait a hash).
 -- No reserved name holds a space, so a space ends the search's words.
-local RESERVED_JOB_IDS = " wait paused active delayed prioritized completed failed waiting-children stalled events meta id pc limiter marker metrics de token "
+local RESERVED_JOB_IDS = " wait paused active delayed prioritized completed failed waiting-children stalled events meta id pc limiter marker metrics de dn token repeat "
 
 -- Refuses a custom id that breaks the rule, naming it: `what` is "job id" or "parent id".
 local function checkJobId(jobId, what)
@@ -44,12 +44,6 @@ local function checkJobId(jobId, what)
       and string.find(RESERVED_JOB_IDS, " " .. jobId .. " ", 1, true) then
     error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
   end
-end
--- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
-local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
-  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 -- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
 -- error that names the argument: scripts read their arguments before they write anything, so a
@@ -87,19 +81,14 @@ end
 local function nowArg(value)
   return digitsArg(value, "now", 0)
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
-
--- The add scripts' shared part: checking a job's arguments, and writing its hash. The add scripts
--- take `customId` ("" for a generated id), `name`, `data` (JSON), `opts` (JSON), `now` and
--- `dedupId` as they came.
 
 -- Refuses what a job may not be added with, before anything is written: an id that would make
--- its keys another's, options that are not a JSON object, or two failure policies.
-local function checkJobArgs(customId, opts, now)
+-- its keys another's, options that are not a JSON object, two failure policies, or
+-- deduplication options that do not fit. `customId` ("" for a generated id), `opts` (JSON),
+-- `now` and `dedupId` ("" for none) as the add took them. Returns the deduplication options
+-- (opts.deduplication, read: `ttl` in ms or nil, and `extend`, `replace`, `keepLastIfActive`,
+-- each set by JSON true), or nil when the job has none.
+local function checkJobArgs(customId, opts, now, dedupId)
   nowArg(now) -- stored, and added to sets, as the caller sent it
   if customId ~= "" then
     checkJobId(customId, "job id")
@@ -107,7 +96,7 @@ local function checkJobArgs(customId, opts, now)
   -- An object, not an array: cjson reads both as tables, so the text says which it is. The
   -- empty object, the common case, needs no decoding.
   if opts == "{}" then
-    return
+    return nil
   end
   local ok, decoded = pcall(cjson.decode, opts)
   if not ok or type(decoded) ~= "table" or not string.match(opts, "^%s*{") then
@@ -125,13 +114,39 @@ local function checkJobArgs(customId, opts, now)
     error("opts may set only one of failParentOnFailure, ignoreDependencyOnFailure, "
       .. "removeDependencyOnFailure and continueParentOnFailure")
   end
+  local dedup = decoded.deduplication
+  if dedup == nil or dedup == cjson.null then
+    return nil
+  end
+  -- The id is the dedup_id argument alone; options without it would be ignored unseen.
+  if type(dedup) ~= "table" then
+    error("opts.deduplication must be an object")
+  end
+  if dedupId == "" then
+    error("opts.deduplication needs a dedup_id")
+  end
+  if dedup.id ~= nil and dedup.id ~= dedupId then
+    error("opts.deduplication.id must be the dedup_id, '" .. dedupId .. "', or absent")
+  end
+  local ttl = dedup.ttl
+  if ttl == cjson.null or ttl == 0 then
+    ttl = nil
+  elseif type(ttl) == "number" then
+    ttl = intArg(ttl, "opts.deduplication.ttl", 1)
+  elseif ttl ~= nil then
+    error("opts.deduplication.ttl must be a number of milliseconds, got " .. cjson.encode(ttl))
+  end
+  return {
+    ttl = ttl, extend = dedup.extend == true, replace = dedup.replace == true,
+    keepLastIfActive = dedup.keepLastIfActive == true,
+  }
 end
-
 -- Writes a new job's hash, with `extraFields` (the script's own fields), and takes its
--- deduplication id. A generated id skips the numbers custom ids took, and those in `reserved`
--- (a flow's custom ids, as keys; nil for none), which are yet to be written. Returns the id.
-local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId, extraFields,
-    reserved)
+-- deduplication id (`dedupId`, "" for none) with `dedupKeyArgs`, what SET takes after the value
+-- (a TTL, KEEPTTL, or nothing). A generated id skips the numbers custom ids took, and those in
+-- `reserved` (a flow's custom ids, not written yet; nil for none). Returns the id.
+local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId, dedupKeyArgs,
+    extraFields, reserved)
   local jobId = customId
   if jobId == "" then
     repeat
@@ -142,7 +157,7 @@ local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId
     "name", name, "data", data, "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
   }
   if dedupId ~= "" then
-    redis.call("SET", prefix .. "de:" .. dedupId, jobId)
+    redis.call("SET", prefix .. "de:" .. dedupId, jobId, unpack(dedupKeyArgs))
     fields[#fields + 1] = "deid"
     fields[#fields + 1] = dedupId
   end
@@ -152,25 +167,69 @@ local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId
   redis.call("HSET", prefix .. jobId, unpack(fields))
   return jobId
 end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
+-- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
+-- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
 
--- Adds one job without a parent (a flow's jobs are added by addFlow). Returns the job id and true
--- when the job is new; or, adding nothing, the id of the job that holds the deduplication id, or
--- that has the custom id (a `duplicated` event), and false.
-local function addJob(idKey, eventsKey, metaKey, customId, name, data, opts, now, dedupId,
-    extraFields)
-  checkJobArgs(customId, opts, now)
-  local prefix = queuePrefix(idKey)
-  if dedupId ~= "" then
-    local holder = redis.call("GET", prefix .. "de:" .. dedupId)
-    if holder then
-      return holder, false
-    end
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
+local function signalWork(markerKey, dueAt)
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
   end
-  if customId ~= "" and redis.call("EXISTS", prefix .. customId) == 1 then
-    emitEvent(eventsKey, metaKey, "duplicated", customId)
-    return customId, false
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
   end
-  return createJob(idKey, prefix, customId, name, data, opts, now, dedupId, extraFields), true
+  return "prioritized"
+end
+
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+
+-- Puts a job just created where an add puts it, with the add's event: to delayed when it has a
+-- `delay` (due at `runAt`, workers woken for then), else to prioritized with a `priority`, else to
+-- wait, or paused while the queue is `paused`. `keys` are the queue's wait, paused, delayed,
+-- prioritized, pc, marker, events and meta keys, in that order.
+local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
+  local markerKey, eventsKey, metaKey = keys[6], keys[7], keys[8]
+  if delay > 0 then
+    redis.call("ZADD", keys[3], runAt, jobId)
+    signalWork(markerKey, runAt)
+    emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", delay, "runAt", runAt)
+  elseif priority > 0 then
+    pushPrioritized(keys[4], keys[5], markerKey, paused, jobId, priority)
+    emitEvent(eventsKey, metaKey, "prioritized", jobId, "priority", priority)
+  else
+    local state = pushReady(keys[1], keys[2], markerKey, paused, jobId)
+    emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "name", name)
+  end
 end
 -- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
 -- script can read them before it writes anything. JSON null reads as absent.
@@ -235,51 +294,57 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   end
   return removedOwn
 end
--- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
--- unless another job holds it by now.
-local function releaseDedupId(prefix, jobId, dedupId)
-  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId)
-  end
-end
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
-end
--- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
--- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
-
--- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
--- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
--- nothing).
-local function signalWork(markerKey, dueAt)
-  local score = redis.call("ZSCORE", markerKey, "next")
-  if not score or tonumber(score) > dueAt then
-    redis.call("ZADD", markerKey, dueAt, "next")
-  end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
 end
 
--- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
--- are woken only when it is not).
-local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
-  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
-  if not paused then
-    signalWork(markerKey, 0)
+-- What a job that finishes (completed, or failed for good) at `now` does to the deduplication id
+-- it took (`dedupId`, its "deid" field, or nil), while it still holds it. An add deduplicated
+-- while the job was active, with keepLastIfActive (deduplicate keeps the last one in
+-- `dn:<dedupId>`), is added now, with the job's own custom id when it had one and that id is
+-- free, and holds the id in its turn. Otherwise the id is released, unless a TTL still runs on it:
+-- then it lapses with the TTL, as the add asked.
+local function finishDedupId(prefix, jobId, dedupId, now)
+  if not dedupId then
+    return
   end
-  return "prioritized"
-end
-
--- Puts a ready job without a priority where workers take it: the head of wait (they take from
--- the tail), or of paused while the queue is paused. Returns the state it went to.
-local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
-  if paused then
-    redis.call("LPUSH", pausedKey, jobId)
-    return "paused"
+  local key = prefix .. "de:" .. dedupId
+  if redis.call("GET", key) ~= jobId then
+    return
   end
-  redis.call("LPUSH", waitKey, jobId)
-  signalWork(markerKey, 0)
-  return "wait"
+  local nextKey = prefix .. "dn:" .. dedupId
+  local kept = redis.call("HMGET", nextKey, "name", "data", "opts", "jid", "delay", "priority")
+  if kept[1] then
+    redis.call("DEL", nextKey)
+    local customId = kept[4] or ""
+    if customId == "" or redis.call("EXISTS", prefix .. customId) == 0 then
+      local delay, priority = tonumber(kept[5]) or 0, tonumber(kept[6]) or 0
+      local fields = {}
+      if delay > 0 then
+        fields[#fields + 1], fields[#fields + 2] = "delay", kept[5]
+      end
+      if priority > 0 then
+        fields[#fields + 1], fields[#fields + 2] = "priority", kept[6]
+      end
+      local id = createJob(prefix .. "id", prefix, customId, kept[1], kept[2], kept[3], now, dedupId,
+        {}, fields, nil)
+      -- Past 2^53 - 1 a score is not exact: the add was checked at its own time, not this one.
+      local runAt = math.min(tonumber(now) + delay, 9007199254740991)
+      local keys = {}
+      for _, name in ipairs({ "wait", "paused", "delayed", "prioritized", "pc", "marker", "events",
+          "meta" }) do
+        keys[#keys + 1] = prefix .. name
+      end
+      enqueueNewJob(keys, id, kept[1], delay, runAt, priority,
+        redis.call("HEXISTS", prefix .. "meta", "paused") == 1)
+      return
+    end
+  end
+  if redis.call("PTTL", key) == -1 then
+    redis.call("DEL", key)
+  end
 end
 
 -- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
@@ -359,8 +424,8 @@ local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason,
     redis.call("HSET", parentKey, "failedReason", reason, "finishedOn", nowText)
     redis.call("ZADD", prefix .. "failed", nowText, parentId)
     redis.call("INCR", prefix .. "metrics:failed")
-    releaseDedupId(prefix, parentId, stored[3])
     emitEvent(prefix .. "events", prefix .. "meta", "failed", parentId, "prev", "waiting-children")
+    finishDedupId(prefix, parentId, stored[3], nowText)
     opts = jobOptions(stored[1])
     applyRetention(prefix .. "failed", prefix, parentId, opts.removeOnFail, tonumber(nowText))
     childId, parentKey = parentId, stored[2]
@@ -429,7 +494,11 @@ for i = 1, count do
     priority = intArg(ARGV[at + 7], "node " .. i .. "'s priority", 0, 2097151),
     children = intArg(ARGV[at + 8], "node " .. i .. "'s children", 0),
   }
-  checkJobArgs(node.customId, node.opts, now)
+  node.dedup = checkJobArgs(node.customId, node.opts, now, node.dedupId)
+  if node.dedup and (node.dedup.replace or node.dedup.keepLastIfActive) then
+    error("node " .. i .. ": a flow's job takes no opts.deduplication.replace or "
+      .. "keepLastIfActive: what it would replace, or keep, has a parent of its own")
+  end
   if node.children > 0 and node.delay > 0 then
     error("node " .. i .. " has children and a delay: a parent runs when its children are done")
   end
@@ -556,6 +625,8 @@ end
 
 -- 3. The writes.
 local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+local placeKeys = { waitKey, pausedKey, delayedKey, prioritizedKey, pcKey, markerKey, eventsKey,
+  metaKey }
 local replies = {}
 local joiners = {}
 local parents = {}
@@ -568,7 +639,14 @@ for i, node in ipairs(nodes) do
   if node.skipped == "above" then
     replies[i] = { "", 0 }
   elseif node.skipped then
-    replies[i] = { redis.call("GET", prefix .. "de:" .. node.dedupId), 0 }
+    local dedupKey = prefix .. "de:" .. node.dedupId
+    local holder = redis.call("GET", dedupKey)
+    if node.dedup and node.dedup.ttl and node.dedup.extend then
+      redis.call("SET", dedupKey, holder, "PX", node.dedup.ttl)
+    end
+    emitEvent(eventsKey, metaKey, "deduplicated", holder, "deduplicationId", node.dedupId,
+      "deduplicatedJobId", node.customId)
+    replies[i] = { holder, 0 }
   elseif node.exists then
     emitEvent(eventsKey, metaKey, "duplicated", node.customId)
     if node.joins then
@@ -589,8 +667,9 @@ for i, node in ipairs(nodes) do
     if parentKey then
       fields[#fields + 1], fields[#fields + 2] = "parentKey", parentKey
     end
+    local ttl = node.dedup and node.dedup.ttl
     local id = createJob(idKey, prefix, node.customId, node.name, node.data, node.opts, now,
-      node.dedupId, fields, byCustomId)
+      node.dedupId, ttl and { "PX", ttl } or {}, fields, byCustomId)
     node.key = prefix .. id
     if parentKey then
       redis.call("SADD", parentKey .. ":dependencies", node.key)
@@ -601,17 +680,8 @@ for i, node in ipairs(nodes) do
       redis.call("ZADD", waitingChildrenKey, now, id)
       emitEvent(eventsKey, metaKey, "waiting-children", id)
       parents[#parents + 1] = id
-    elseif node.delay > 0 then
-      redis.call("ZADD", delayedKey, node.runAt, id)
-      signalWork(markerKey, node.runAt)
-      emitEvent(eventsKey, metaKey, "delayed", id, "delay", node.delay, "runAt", node.runAt)
-    elseif node.priority > 0 then
-      pushPrioritized(prioritizedKey, pcKey, markerKey, paused, id, node.priority)
-      emitEvent(eventsKey, metaKey, "prioritized", id, "priority", node.priority)
     else
-      local state = pushReady(waitKey, pausedKey, markerKey, paused, id)
-      emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", id, "name",
-        node.name)
+      enqueueNewJob(placeKeys, id, node.name, node.delay, node.runAt, node.priority, paused)
     end
     replies[i] = { id, 1 }
   end

@@ -91,12 +91,31 @@ end
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
--- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
--- unless another job holds it by now.
-local function releaseDedupId(prefix, jobId, dedupId)
-  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId)
+-- Writes a new job's hash, with `extraFields` (the script's own fields), and takes its
+-- deduplication id (`dedupId`, "" for none) with `dedupKeyArgs`, what SET takes after the value
+-- (a TTL, KEEPTTL, or nothing). A generated id skips the numbers custom ids took, and those in
+-- `reserved` (a flow's custom ids, not written yet; nil for none). Returns the id.
+local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId, dedupKeyArgs,
+    extraFields, reserved)
+  local jobId = customId
+  if jobId == "" then
+    repeat
+      jobId = tostring(redis.call("INCR", idKey))
+    until redis.call("EXISTS", prefix .. jobId) == 0 and not (reserved and reserved[jobId])
   end
+  local fields = {
+    "name", name, "data", data, "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
+  }
+  if dedupId ~= "" then
+    redis.call("SET", prefix .. "de:" .. dedupId, jobId, unpack(dedupKeyArgs))
+    fields[#fields + 1] = "deid"
+    fields[#fields + 1] = dedupId
+  end
+  for _, value in ipairs(extraFields) do
+    fields[#fields + 1] = value
+  end
+  redis.call("HSET", prefix .. jobId, unpack(fields))
+  return jobId
 end
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
 -- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
@@ -136,6 +155,72 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   redis.call("LPUSH", waitKey, jobId)
   signalWork(markerKey, 0)
   return "wait"
+end
+
+-- Puts a job just created where an add puts it, with the add's event: to delayed when it has a
+-- `delay` (due at `runAt`, workers woken for then), else to prioritized with a `priority`, else to
+-- wait, or paused while the queue is `paused`. `keys` are the queue's wait, paused, delayed,
+-- prioritized, pc, marker, events and meta keys, in that order.
+local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
+  local markerKey, eventsKey, metaKey = keys[6], keys[7], keys[8]
+  if delay > 0 then
+    redis.call("ZADD", keys[3], runAt, jobId)
+    signalWork(markerKey, runAt)
+    emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", delay, "runAt", runAt)
+  elseif priority > 0 then
+    pushPrioritized(keys[4], keys[5], markerKey, paused, jobId, priority)
+    emitEvent(eventsKey, metaKey, "prioritized", jobId, "priority", priority)
+  else
+    local state = pushReady(keys[1], keys[2], markerKey, paused, jobId)
+    emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "name", name)
+  end
+end
+
+-- What a job that finishes (completed, or failed for good) at `now` does to the deduplication id
+-- it took (`dedupId`, its "deid" field, or nil), while it still holds it. An add deduplicated
+-- while the job was active, with keepLastIfActive (deduplicate keeps the last one in
+-- `dn:<dedupId>`), is added now, with the job's own custom id when it had one and that id is
+-- free, and holds the id in its turn. Otherwise the id is released, unless a TTL still runs on it:
+-- then it lapses with the TTL, as the add asked.
+local function finishDedupId(prefix, jobId, dedupId, now)
+  if not dedupId then
+    return
+  end
+  local key = prefix .. "de:" .. dedupId
+  if redis.call("GET", key) ~= jobId then
+    return
+  end
+  local nextKey = prefix .. "dn:" .. dedupId
+  local kept = redis.call("HMGET", nextKey, "name", "data", "opts", "jid", "delay", "priority")
+  if kept[1] then
+    redis.call("DEL", nextKey)
+    local customId = kept[4] or ""
+    if customId == "" or redis.call("EXISTS", prefix .. customId) == 0 then
+      local delay, priority = tonumber(kept[5]) or 0, tonumber(kept[6]) or 0
+      local fields = {}
+      if delay > 0 then
+        fields[#fields + 1], fields[#fields + 2] = "delay", kept[5]
+      end
+      if priority > 0 then
+        fields[#fields + 1], fields[#fields + 2] = "priority", kept[6]
+      end
+      local id = createJob(prefix .. "id", prefix, customId, kept[1], kept[2], kept[3], now, dedupId,
+        {}, fields, nil)
+      -- Past 2^53 - 1 a score is not exact: the add was checked at its own time, not this one.
+      local runAt = math.min(tonumber(now) + delay, 9007199254740991)
+      local keys = {}
+      for _, name in ipairs({ "wait", "paused", "delayed", "prioritized", "pc", "marker", "events",
+          "meta" }) do
+        keys[#keys + 1] = prefix .. name
+      end
+      enqueueNewJob(keys, id, kept[1], delay, runAt, priority,
+        redis.call("HEXISTS", prefix .. "meta", "paused") == 1)
+      return
+    end
+  end
+  if redis.call("PTTL", key) == -1 then
+    redis.call("DEL", key)
+  end
 end
 
 -- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
@@ -215,8 +300,8 @@ local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason,
     redis.call("HSET", parentKey, "failedReason", reason, "finishedOn", nowText)
     redis.call("ZADD", prefix .. "failed", nowText, parentId)
     redis.call("INCR", prefix .. "metrics:failed")
-    releaseDedupId(prefix, parentId, stored[3])
     emitEvent(prefix .. "events", prefix .. "meta", "failed", parentId, "prev", "waiting-children")
+    finishDedupId(prefix, parentId, stored[3], nowText)
     opts = jobOptions(stored[1])
     applyRetention(prefix .. "failed", prefix, parentId, opts.removeOnFail, tonumber(nowText))
     childId, parentKey = parentId, stored[2]
@@ -279,8 +364,8 @@ for _, jobId in ipairs(redis.call("SMEMBERS", stalledKey)) do
       redis.call("HSET", jobKey, "failedReason", reason, "finishedOn", nowText)
       redis.call("ZADD", failedKey, nowText, jobId)
       redis.call("INCR", prefix .. "metrics:failed")
-      releaseDedupId(prefix, jobId, stored[3])
       emitEvent(eventsKey, metaKey, "failed", jobId, "prev", "active", "reason", "stalled")
+      finishDedupId(prefix, jobId, stored[3], nowText)
       failed[#failed + 1] = jobId
       applyRetention(failedKey, prefix, jobId, opts.removeOnFail, now)
       -- Its parent as a failure by moveToFinished-14 would: by the job's policy.

@@ -28,11 +28,12 @@ end
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
--- Releases the deduplication id a finished job held (`dedupId`, its "deid" field, or nil),
--- unless another job holds it by now.
+-- Releases the deduplication id that a job being removed held (`dedupId`, its "deid" field, or
+-- nil), TTL or not, unless another job holds it by now; an add kept for when it finished
+-- (keepLastIfActive) goes with it.
 local function releaseDedupId(prefix, jobId, dedupId)
   if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId)
+    redis.call("DEL", prefix .. "de:" .. dedupId, prefix .. "dn:" .. dedupId)
   end
 end
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave

@@ -1,0 +1,439 @@
+--- Creates or updates a job scheduler, and schedules its next iteration: exactly one job.
+--- A scheduler runs `every` ms (from start_date, or keeping an offset within each period) or on
+--- a cron pattern, whose next run the caller computes (next_millis: time comes in ARGV), up to a
+--- limit of iterations and an end date. Its iterations are jobs from its template, with the ids
+--- "repeat-<scheduler_id>-<run at>". Upserted again with the same settings, it changes nothing.
+--- With new settings, an iteration not yet picked up is replaced (an every scheduler whose
+--- period is unchanged keeps its time); one picked up runs on.
+--- @key schedulers   `emq:{q}:repeat`                 the job schedulers, scored by next run
+--- @key scheduler    `emq:{q}:repeat:<scheduler_id>`  the scheduler's settings
+--- @key wait         `emq:{q}:wait`                   the wait list
+--- @key paused       `emq:{q}:paused`                 the paused list
+--- @key delayed      `emq:{q}:delayed`                the delayed set
+--- @key prioritized  `emq:{q}:prioritized`            the prioritized set
+--- @key pc           `emq:{q}:pc`                     the counter that orders jobs of one priority
+--- @key meta         `emq:{q}:meta`                   the queue's meta hash
+--- @key events       `emq:{q}:events`                 the event stream
+--- @key marker       `emq:{q}:marker`                 the marker idle workers block on
+--- @arg scheduler_id  id                 the scheduler's id
+--- @arg now           int(0..)           the caller's clock, in milliseconds
+--- @arg every         int(0..)           the period in ms, or 0 for a pattern
+--- @arg pattern       string             a cron pattern, or "" for every
+--- @arg tz            string             the pattern's time zone (the caller reads it), or ""
+--- @arg next_millis   int(0..)           a pattern's next run, as the caller computed it (0 for
+---     every)
+--- @arg limit         int(0..)           the most iterations to run, or 0 for no limit
+--- @arg start_date    int(0..)           no run before this time (ms), or 0
+--- @arg end_date      int(0..)           no run after this time (ms), or 0
+--- @arg offset        int(0..)           every: the runs' place within each period (ms), or 0
+--- @arg name          string             the iterations' name
+--- @arg data          string             the iterations' data, as JSON
+--- @arg opts          json(object)       the iterations' options
+--- @arg priority      int(0..2097151)    the iterations' priority, or 0
+--- @return tuple[string, int]  the pending iteration's id ("" once the limit or the end date is
+---     reached), and when it runs
+--- @error -10 SchedulerJobIdCollision
+--- @error -11 SchedulerJobSlotsBusy
+-- Writes a new job's hash, with `extraFields` (the script's own fields), and takes its
+-- deduplication id (`dedupId`, "" for none) with `dedupKeyArgs`, what SET takes after the value
+-- (a TTL, KEEPTTL, or nothing). A generated id skips the numbers custom ids took, and those in
+-- `reserved` (a flow's custom ids, not written yet; nil for none). Returns the id.
+local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId, dedupKeyArgs,
+    extraFields, reserved)
+  local jobId = customId
+  if jobId == "" then
+    repeat
+      jobId = tostring(redis.call("INCR", idKey))
+    until redis.call("EXISTS", prefix .. jobId) == 0 and not (reserved and reserved[jobId])
+  end
+  local fields = {
+    "name", name, "data", data, "opts", opts, "timestamp", now, "atm", "0", "stc", "0",
+  }
+  if dedupId ~= "" then
+    redis.call("SET", prefix .. "de:" .. dedupId, jobId, unpack(dedupKeyArgs))
+    fields[#fields + 1] = "deid"
+    fields[#fields + 1] = dedupId
+  end
+  for _, value in ipairs(extraFields) do
+    fields[#fields + 1] = value
+  end
+  redis.call("HSET", prefix .. jobId, unpack(fields))
+  return jobId
+end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
+-- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
+-- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
+local function signalWork(markerKey, dueAt)
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
+end
+
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+
+-- Puts a job just created where an add puts it, with the add's event: to delayed when it has a
+-- `delay` (due at `runAt`, workers woken for then), else to prioritized with a `priority`, else to
+-- wait, or paused while the queue is `paused`. `keys` are the queue's wait, paused, delayed,
+-- prioritized, pc, marker, events and meta keys, in that order.
+local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
+  local markerKey, eventsKey, metaKey = keys[6], keys[7], keys[8]
+  if delay > 0 then
+    redis.call("ZADD", keys[3], runAt, jobId)
+    signalWork(markerKey, runAt)
+    emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", delay, "runAt", runAt)
+  elseif priority > 0 then
+    pushPrioritized(keys[4], keys[5], markerKey, paused, jobId, priority)
+    emitEvent(eventsKey, metaKey, "prioritized", jobId, "priority", priority)
+  else
+    local state = pushReady(keys[1], keys[2], markerKey, paused, jobId)
+    emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "name", name)
+  end
+end
+-- The id of a job scheduler's iteration due at `millis` (a number, or a sorted set's score as
+-- Redis gives it): "repeat-<scheduler id>-<millis>". The id rule bars ":", so the parts are
+-- joined with "-"; the last "-" starts the millis, which are digits, so the id names one
+-- scheduler and one time.
+local function schedulerJobId(schedulerId, millis)
+  return "repeat-" .. schedulerId .. "-" .. string.format("%d", tonumber(millis))
+end
+
+-- Adds the iteration of job scheduler `schedulerId` due at `runAt` (ms), from its template
+-- (`name`, `data`, `opts`, `priority`), created at `now` (the caller's text): a job whose
+-- "rjk" names the scheduler, to delayed when it is due later, else where a ready job goes.
+-- `keys` are enqueueNewJob's. Returns its id.
+local function addSchedulerJob(keys, prefix, schedulerId, runAt, now, name, data, opts, priority,
+    paused)
+  local jobId = schedulerJobId(schedulerId, runAt)
+  local delay = math.max(runAt - tonumber(now), 0)
+  local fields = { "rjk", schedulerId }
+  if delay > 0 then
+    fields[#fields + 1], fields[#fields + 2] = "delay", delay
+  end
+  if priority > 0 then
+    fields[#fields + 1], fields[#fields + 2] = "priority", priority
+  end
+  createJob(prefix .. "id", prefix, jobId, name, data, opts, now, "", {}, fields, nil)
+  enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
+  return jobId
+end
+-- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
+-- id becomes part of key names (emq:{q}:<id>, emq:{q}:<id>:lock, ...), so it may not hold ":"
+-- (job "7:lock" would be job 7's lock) or a brace (the key's hash tag stays the queue's), and it
+-- may not be the name of one of the queue's own keys (job "wait" would make emq:{q}:wait a hash).
+-- No reserved name holds a space, so a space ends the search's words.
+local RESERVED_JOB_IDS = " wait paused active delayed prioritized completed failed waiting-children stalled events meta id pc limiter marker metrics de dn token repeat "
+
+-- Refuses a custom id that breaks the rule, naming it: `what` is "job id" or "parent id".
+local function checkJobId(jobId, what)
+  if string.find(jobId, "[{}:]") then
+    error(what .. " '" .. jobId .. "' contains '{', '}' or ':', which would make its keys another's")
+  end
+  if not string.find(jobId, " ", 1, true)
+      and string.find(RESERVED_JOB_IDS, " " .. jobId .. " ", 1, true) then
+    error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
+  end
+end
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
+-- reads, and only after the script's first write; and a number handed to redis.call costs a
+-- conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low)
+  if not string.find(value, "^%d+$") then
+    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
+      .. value .. "'")
+  end
+  return intArg(value, name, low)
+end
+
+-- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
+local function nowArg(value)
+  return digitsArg(value, "now", 0)
+end
+
+-- Refuses what a job may not be added with, before anything is written: an id that would make
+-- its keys another's, options that are not a JSON object, two failure policies, or
+-- deduplication options that do not fit. `customId` ("" for a generated id), `opts` (JSON),
+-- `now` and `dedupId` ("" for none) as the add took them. Returns the deduplication options
+-- (opts.deduplication, read: `ttl` in ms or nil, and `extend`, `replace`, `keepLastIfActive`,
+-- each set by JSON true), or nil when the job has none.
+local function checkJobArgs(customId, opts, now, dedupId)
+  nowArg(now) -- stored, and added to sets, as the caller sent it
+  if customId ~= "" then
+    checkJobId(customId, "job id")
+  end
+  -- An object, not an array: cjson reads both as tables, so the text says which it is. The
+  -- empty object, the common case, needs no decoding.
+  if opts == "{}" then
+    return nil
+  end
+  local ok, decoded = pcall(cjson.decode, opts)
+  if not ok or type(decoded) ~= "table" or not string.match(opts, "^%s*{") then
+    error("opts must be a JSON object")
+  end
+  -- A child has one policy for its parent: with two, which one holds would be a guess.
+  local policies = 0
+  for _, policy in ipairs({ "failParentOnFailure", "ignoreDependencyOnFailure",
+      "removeDependencyOnFailure", "continueParentOnFailure" }) do
+    if decoded[policy] == true then
+      policies = policies + 1
+    end
+  end
+  if policies > 1 then
+    error("opts may set only one of failParentOnFailure, ignoreDependencyOnFailure, "
+      .. "removeDependencyOnFailure and continueParentOnFailure")
+  end
+  local dedup = decoded.deduplication
+  if dedup == nil or dedup == cjson.null then
+    return nil
+  end
+  -- The id is the dedup_id argument alone; options without it would be ignored unseen.
+  if type(dedup) ~= "table" then
+    error("opts.deduplication must be an object")
+  end
+  if dedupId == "" then
+    error("opts.deduplication needs a dedup_id")
+  end
+  if dedup.id ~= nil and dedup.id ~= dedupId then
+    error("opts.deduplication.id must be the dedup_id, '" .. dedupId .. "', or absent")
+  end
+  local ttl = dedup.ttl
+  if ttl == cjson.null or ttl == 0 then
+    ttl = nil
+  elseif type(ttl) == "number" then
+    ttl = intArg(ttl, "opts.deduplication.ttl", 1)
+  elseif ttl ~= nil then
+    error("opts.deduplication.ttl must be a number of milliseconds, got " .. cjson.encode(ttl))
+  end
+  return {
+    ttl = ttl, extend = dedup.extend == true, replace = dedup.replace == true,
+    keepLastIfActive = dedup.keepLastIfActive == true,
+  }
+end
+-- When an `every` scheduler runs next, in ms, and its offset: the place of its runs within each
+-- period of `every` ms. `previous` is the run before (nil for the first): the next is `every`
+-- after it, or, when that is already past at `now` (runs were missed), the first slot after
+-- `now` that keeps the offset. The first run is at `startDate` when that is later than `now`,
+-- else at the next slot that keeps a given offset, else at `now`. An offset of 0 is taken from
+-- the run found, so that later runs keep its place.
+local function everyNextRun(previous, every, now, offset, startDate)
+  local nextRun
+  if previous then
+    nextRun = previous + every
+    if nextRun < now then
+      nextRun = math.floor(now / every) * every + offset
+      if nextRun <= now then
+        nextRun = nextRun + every
+      end
+    end
+  elseif startDate > 0 then
+    nextRun = math.max(startDate, now)
+  elseif offset > 0 then
+    nextRun = math.floor(now / every) * every + offset
+    if nextRun <= now then
+      nextRun = nextRun + every
+    end
+  else
+    nextRun = now
+  end
+  if offset == 0 then
+    offset = nextRun - math.floor(nextRun / every) * every
+  end
+  return nextRun, offset
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+-- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- :processed, :failed (ignored children) and :unsuccessful (failed children).
+local function removeJobKeys(prefix, jobId)
+  local jobKey = prefix .. jobId
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
+    jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+
+local schedulersKey, schedulerKey, waitKey, pausedKey, delayedKey = KEYS[1], KEYS[2], KEYS[3],
+  KEYS[4], KEYS[5]
+local prioritizedKey, pcKey, metaKey, eventsKey, markerKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9],
+  KEYS[10]
+local schedulerId, now, pattern, tz = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
+local every = intArg(ARGV[3], "every", 0)
+local nextMillis = intArg(ARGV[6], "next_millis", 0)
+local limit = intArg(ARGV[7], "limit", 0)
+local startDate = intArg(ARGV[8], "start_date", 0)
+local endDate = intArg(ARGV[9], "end_date", 0)
+local offset = intArg(ARGV[10], "offset", 0)
+local name, data, opts = ARGV[11], ARGV[12], ARGV[13]
+local priority = intArg(ARGV[14], "priority", 0, 2097151)
+
+-- 1. The settings, refused before anything is written.
+checkJobId(schedulerId, "scheduler id")
+-- The template's options as an add's: a scheduler's iterations take no deduplication id.
+checkJobArgs("", opts, now, "")
+local nowMillis = tonumber(now)
+if (every > 0) == (pattern ~= "") then
+  error("a job scheduler runs either every N ms or on a pattern: give one of every and pattern")
+end
+if pattern ~= "" and nextMillis == 0 then
+  error("a pattern scheduler needs next_millis, its next run as the caller computed it")
+end
+if every > 0 and offset >= every then
+  error("offset must be less than every, got " .. offset .. " and " .. every)
+end
+local settings = {
+  "name", name, "data", data, "opts", opts, "priority", tostring(priority), "every",
+  tostring(every), "pattern", pattern, "tz", tz, "limit", tostring(limit), "startDate",
+  tostring(startDate), "endDate", tostring(endDate),
+}
+
+-- 2. What there is: the scheduler's settings, its current iteration, and whether that one is
+-- still waiting to be picked up (then it is replaced).
+local prefix = queuePrefix(schedulersKey)
+local previous = redis.call("ZSCORE", schedulersKey, schedulerId)
+local stored = {}
+if previous then
+  previous = tonumber(previous)
+  local flat = redis.call("HGETALL", schedulerKey)
+  for i = 1, #flat, 2 do
+    stored[flat[i]] = flat[i + 1]
+  end
+  local same = true
+  for i = 1, #settings, 2 do
+    same = same and stored[settings[i]] == settings[i + 1]
+  end
+  -- The offset given, or none: the one stored was found from the first run.
+  same = same and (offset == 0 or tonumber(stored.offset) == offset)
+  if same then
+    local current = schedulerJobId(schedulerId, previous)
+    return { redis.call("EXISTS", prefix .. current) == 1 and current or "", previous }
+  end
+end
+local pendingId, pendingKey, pendingState = nil, nil, nil
+if previous then
+  pendingId = schedulerJobId(schedulerId, previous)
+  for _, place in ipairs({ { delayedKey, "delayed" }, { prioritizedKey, "prioritized" } }) do
+    if not pendingState and redis.call("ZSCORE", place[1], pendingId) then
+      pendingKey, pendingState = place[1], place[2]
+    end
+  end
+  for _, place in ipairs({ { waitKey, "wait" }, { pausedKey, "paused" } }) do
+    if not pendingState and redis.call("LPOS", place[1], pendingId) then
+      pendingKey, pendingState = place[1], place[2]
+    end
+  end
+end
+
+-- 3. The next run, and its slot: an iteration's id is its time, so a job that holds the id (an
+-- earlier run kept by its retention) takes the slot. An every scheduler tries the slots after
+-- it, a pattern's is refused.
+local runAt = nextMillis
+if every > 0 then
+  if pendingState and tonumber(stored.every) == every then
+    runAt = previous
+    offset = tonumber(stored.offset) or offset
+  else
+    runAt, offset = everyNextRun(nil, every, nowMillis, offset, startDate)
+  end
+end
+local iterations = tonumber(stored.ic) or 0
+if pendingState then
+  iterations = iterations - 1 -- the one replaced does not count
+end
+local ended = (limit > 0 and iterations >= limit) or (endDate > 0 and runAt > endDate)
+local function taken(id)
+  return id ~= pendingId and redis.call("EXISTS", prefix .. id) == 1
+end
+if not ended and taken(schedulerJobId(schedulerId, runAt)) then
+  if every == 0 then
+    return -10
+  end
+  local scanned = 0
+  repeat
+    runAt, scanned = runAt + every, scanned + 1
+  until scanned == 32 or not taken(schedulerJobId(schedulerId, runAt))
+  if taken(schedulerJobId(schedulerId, runAt)) then
+    return -11
+  end
+  ended = endDate > 0 and runAt > endDate
+end
+
+-- 4. The writes: the iteration replaced goes, the settings are stored, and the next one added.
+if pendingState then
+  if pendingState == "wait" or pendingState == "paused" then
+    redis.call("LREM", pendingKey, 0, pendingId)
+  else
+    redis.call("ZREM", pendingKey, pendingId)
+  end
+  removeJobKeys(prefix, pendingId)
+  emitEvent(eventsKey, metaKey, "removed", pendingId, "prev", pendingState)
+end
+local jobId = ""
+if not ended then
+  jobId = addSchedulerJob({ waitKey, pausedKey, delayedKey, prioritizedKey, pcKey, markerKey,
+    eventsKey, metaKey }, prefix, schedulerId, runAt, now, name, data, opts, priority,
+    redis.call("HEXISTS", metaKey, "paused") == 1)
+  iterations = iterations + 1
+elseif previous and not pendingState then
+  runAt = previous -- nothing more runs: the scheduler keeps the time of its last run
+end
+redis.call("DEL", schedulerKey)
+redis.call("HSET", schedulerKey, "offset", tostring(offset), "ic", tostring(iterations),
+  unpack(settings))
+redis.call("ZADD", schedulersKey, runAt, schedulerId)
+return { jobId, runAt }

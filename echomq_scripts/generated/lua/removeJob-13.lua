@@ -1,0 +1,216 @@
+--- Removes a job in any state, with its lock, its companion keys and its deduplication id.
+--- Its parent stops waiting for it (and goes on when nothing else holds it). With
+--- remove_children, its children go too, and theirs, to any depth: pending, completed and
+--- failed alike. A job a worker holds (its lock exists), or with a descendant held, is refused
+--- with 0; the pending iteration of a job scheduler answers -8 (remove the scheduler instead).
+--- @key wait              `emq:{q}:wait`              the wait list
+--- @key paused            `emq:{q}:paused`            the paused list
+--- @key active            `emq:{q}:active`            the active list
+--- @key delayed           `emq:{q}:delayed`           the delayed set
+--- @key prioritized       `emq:{q}:prioritized`       the prioritized set
+--- @key completed         `emq:{q}:completed`         the completed set
+--- @key failed            `emq:{q}:failed`            the failed set
+--- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
+--- @key stalled           `emq:{q}:stalled`           the stalled set
+--- @key events            `emq:{q}:events`            the event stream
+--- @key meta              `emq:{q}:meta`              the queue's meta hash
+--- @key schedulers        `emq:{q}:repeat`            the job schedulers, scored by next run
+--- @key job               `emq:{q}:<job_id>`          the job's hash
+--- @arg job_id           id    the job's id
+--- @arg remove_children  bool  remove its children too, to any depth
+--- @return int  1 when the job was removed, 0 when it, or one of the descendants to remove, is
+---     held by a worker
+--- @error -1 JobNotExist
+--- @error -8 JobBelongsToJobScheduler
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (10000 when unset).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
+-- Releases the deduplication id that a job being removed held (`dedupId`, its "deid" field, or
+-- nil), TTL or not, unless another job holds it by now; an add kept for when it finished
+-- (keepLastIfActive) goes with it.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId, prefix .. "dn:" .. dedupId)
+  end
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
+-- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
+-- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
+local function signalWork(markerKey, dueAt)
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
+end
+
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  end
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
+
+-- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
+-- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
+-- child is pending and none is recorded in :unsuccessful (a child that failed without a policy
+-- that lets the parent go on holds it). A parent that is not in waiting-children (active, or
+-- removed) stays where it is. The other keys are built from the prefix: the scripts that release
+-- a parent do not all take them in KEYS.
+local function releaseParent(waitingChildrenKey, parentId, whenDone)
+  local prefix = queuePrefix(waitingChildrenKey)
+  local parentKey = prefix .. parentId
+  if whenDone and (redis.call("SCARD", parentKey .. ":dependencies") > 0
+      or redis.call("EXISTS", parentKey .. ":unsuccessful") == 1) then
+    return
+  end
+  if redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
+    return
+  end
+  local metaKey = prefix .. "meta"
+  enqueueReadyJob(prefix .. "wait", prefix .. "paused", prefix .. "prioritized", prefix .. "pc",
+    prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
+  emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
+end
+-- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- :processed, :failed (ignored children) and :unsuccessful (failed children).
+local function removeJobKeys(prefix, jobId)
+  local jobKey = prefix .. jobId
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
+    jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+-- The id of a job scheduler's iteration due at `millis` (a number, or a sorted set's score as
+-- Redis gives it): "repeat-<scheduler id>-<millis>". The id rule bars ":", so the parts are
+-- joined with "-"; the last "-" starts the millis, which are digits, so the id names one
+-- scheduler and one time.
+local function schedulerJobId(schedulerId, millis)
+  return "repeat-" .. schedulerId .. "-" .. string.format("%d", tonumber(millis))
+end
+
+local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prioritizedKey, completedKey, failedKey, waitingChildrenKey = KEYS[5], KEYS[6], KEYS[7],
+  KEYS[8]
+local stalledKey, eventsKey, metaKey, schedulersKey, jobKey = KEYS[9], KEYS[10], KEYS[11],
+  KEYS[12], KEYS[13]
+local jobId, removeChildren = ARGV[1], ARGV[2] == "1"
+
+local stored = redis.call("HMGET", jobKey, "rjk", "parentKey")
+if redis.call("EXISTS", jobKey) == 0 then
+  return -1
+end
+if stored[1] then
+  local millis = redis.call("ZSCORE", schedulersKey, stored[1])
+  if millis and schedulerJobId(stored[1], millis) == jobId then
+    return -8
+  end
+end
+local prefix = queuePrefix(waitingChildrenKey)
+
+-- The jobs to remove, the job first, then its descendants breadth first (no recursion: a tree of
+-- any depth), each once. All are checked before the first is removed.
+local doomed = { jobId }
+local seen = { [jobId] = true }
+local head = 1
+while head <= #doomed do
+  local id = doomed[head]
+  head = head + 1
+  if redis.call("EXISTS", prefix .. id .. ":lock") == 1 then
+    return 0
+  end
+  if removeChildren then
+    local key = prefix .. id
+    local children = redis.call("SMEMBERS", key .. ":dependencies")
+    local records = { redis.call("HKEYS", key .. ":processed"), redis.call("HKEYS", key .. ":failed"),
+      redis.call("ZRANGE", key .. ":unsuccessful", 0, -1) }
+    for _, record in ipairs(records) do
+      for _, childKey in ipairs(record) do
+        children[#children + 1] = childKey
+      end
+    end
+    table.sort(children) -- sets and hashes have no order: sorted, so the events come the same
+    for _, childKey in ipairs(children) do
+      local childId = string.sub(childKey, #prefix + 1)
+      -- A parent's records hold its own queue's job keys; anything else is not a child to take,
+      -- nor is one whose job is gone (removed by its retention).
+      if string.sub(childKey, 1, #prefix) == prefix and not seen[childId]
+          and redis.call("EXISTS", childKey) == 1 then
+        seen[childId] = true
+        doomed[#doomed + 1] = childId
+      end
+    end
+  end
+end
+
+local lists = { { waitKey, "wait" }, { pausedKey, "paused" }, { activeKey, "active" } }
+local sets = { { delayedKey, "delayed" }, { prioritizedKey, "prioritized" },
+  { completedKey, "completed" }, { failedKey, "failed" },
+  { waitingChildrenKey, "waiting-children" } }
+for _, id in ipairs(doomed) do
+  local prev = "unknown"
+  for _, set in ipairs(sets) do
+    if redis.call("ZREM", set[1], id) > 0 then
+      prev = set[2]
+    end
+  end
+  for _, list in ipairs(lists) do
+    if redis.call("LREM", list[1], "0", id) > 0 then
+      prev = list[2]
+    end
+  end
+  redis.call("SREM", stalledKey, id)
+  releaseDedupId(prefix, id, redis.call("HGET", prefix .. id, "deid") or nil)
+  removeJobKeys(prefix, id)
+  emitEvent(eventsKey, metaKey, "removed", id, "prev", prev)
+end
+
+-- Last, the parent outside the removed tree: it no longer waits for the job, pending or failed.
+local parentKey = stored[2]
+if parentKey and redis.call("EXISTS", parentKey) == 1 then
+  local removedPending = redis.call("SREM", parentKey .. ":dependencies", jobKey)
+  local removedFailed = redis.call("ZREM", parentKey .. ":unsuccessful", jobKey)
+  if removedPending + removedFailed > 0 then
+    releaseParent(waitingChildrenKey, string.sub(parentKey, #prefix + 1), true)
+  end
+end
+return 1

@@ -1,0 +1,55 @@
+--- @include "emitEvent"
+--- @include "removeJobKeys"
+
+-- The deduplication step of an add with the deduplication id `dedupId` and its options `dedup`
+-- (checkJobArgs's reading of opts.deduplication, or nil): `customId` ("" for a generated id),
+-- whether a job has it (`exists`), and the job's `name`, `data`, `opts` and the add script's
+-- own fields (`extraFields`), kept when the add is deferred.
+-- Returns the holder's id when the add is deduplicated: it adds nothing, and a `deduplicated`
+-- event names the holder and the id that was not added. Before that, with `extend`, the TTL
+-- starts again; with `keepLastIfActive` and the holder active, the add is kept (the last one
+-- wins) in `dn:<dedupId>`, to be added when the holder finishes (finishDedupId), and the id is
+-- held until then.
+-- Otherwise returns nil, then what SET takes after the new job's id for the key (a TTL, none with
+-- keepLastIfActive: held until the job finishes; KEEPTTL when a replaced holder's TTL runs on),
+-- then the holder replaced: with `replace`, a holder still delayed (and no flow's child) is
+-- removed (`removed`) and the add goes on in its place, unless the custom id exists.
+local function deduplicate(prefix, eventsKey, metaKey, dedupId, dedup, customId, exists, name,
+    data, opts, extraFields)
+  local key = prefix .. "de:" .. dedupId
+  local holder = redis.call("GET", key)
+  local ttl = dedup and dedup.ttl
+  local keepLast = dedup and dedup.keepLastIfActive
+  if not holder then
+    if keepLast then
+      return nil, {}
+    end
+    return nil, ttl and { "PX", ttl } or {}
+  end
+  local delayedKey = prefix .. "delayed"
+  if dedup and dedup.replace and not exists and redis.call("ZSCORE", delayedKey, holder)
+      and redis.call("HEXISTS", prefix .. holder, "parentKey") == 0 then
+    redis.call("ZREM", delayedKey, holder)
+    removeJobKeys(prefix, holder)
+    emitEvent(eventsKey, metaKey, "removed", holder, "prev", "delayed")
+    if keepLast then
+      return nil, {}, holder
+    end
+    if ttl and not dedup.extend then
+      return nil, { "KEEPTTL" }, holder
+    end
+    return nil, ttl and { "PX", ttl } or {}, holder
+  end
+  if keepLast and redis.call("LPOS", prefix .. "active", holder) then
+    local nextKey = prefix .. "dn:" .. dedupId
+    redis.call("DEL", nextKey)
+    redis.call("HSET", nextKey, "name", name, "data", data, "opts", opts, "jid", customId,
+      unpack(extraFields))
+    redis.call("PERSIST", key)
+  elseif ttl and dedup.extend then
+    redis.call("SET", key, holder, "PX", ttl)
+  end
+  emitEvent(eventsKey, metaKey, "deduplicated", holder, "deduplicationId", dedupId,
+    "deduplicatedJobId", customId)
+  return holder
+end
