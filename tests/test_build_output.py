@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from echomq_scripts import __version__
+from echomq_scripts import generated as g
 from echomq_scripts.runtime.codes import ERROR_CODES
 from echomq_scripts.toolchain.cache import AnalysisCache
 from echomq_scripts.toolchain.config import load_config
@@ -24,6 +26,8 @@ from echomq_scripts.toolchain.pipeline import build
 from echomq_scripts.toolchain.snapshot import take_snapshot
 from tests.support.environment import REPO
 from tests.support.projects import run_build, run_cli_then
+
+GENERATED_LUA = REPO / "echomq_scripts" / "generated" / "lua"
 
 BUNDLE = f"echomq-scripts-{__version__}.tar.gz"
 
@@ -334,3 +338,20 @@ def test_a_linked_output_directory_is_built_through_the_link(tmp_path: Path) -> 
         "pyproject.toml",
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p", "real-build"]
+
+
+def test_every_code_of_the_table_is_returned_by_some_script() -> None:
+    """The closed table of failure codes, -1 to -11: each one is in some script's header (whose
+    code returns it), and docs/protocol.md names a script for it."""
+    returned = set()
+    for script in g.SCRIPTS:
+        body = (GENERATED_LUA / f"{script.spec.script_id}.lua").read_text()
+        returned |= {c for c in script.spec.codes if re.search(rf"return \(?{c}\b", body)}
+    assert set(ERROR_CODES) - returned == set()
+    table = (REPO / "docs" / "protocol.md").read_text().split("\n## Failure codes\n", 1)[1]
+    rows = table.split("\n\n", 2)[1].splitlines()[2:]
+    assert len(rows) == len(ERROR_CODES)
+    for row in rows:
+        code, _name, returned_by = (cell.strip() for cell in row.strip("|").split("|"))
+        assert "none" not in returned_by, f"code {code} is returned by no script: {row}"
+        assert re.search(r"`\w+-\d+`", returned_by), row

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -19,6 +20,7 @@ from echomq_scripts.schedulers import next_run, schedule_next, upsert_job_schedu
 from tests.support.invariants import NOW
 from tests.support.queue_harness import Queue
 
+DOCS = Path(__file__).parent.parent / "docs"
 EVERY = 60_000
 
 
@@ -277,3 +279,55 @@ def test_a_bad_pattern_or_zone_is_refused_before_anything_is_sent(
     with pytest.raises(ArgumentError, match=message):
         upsert(q, pattern=pattern, tz=tz)
     assert scheduler(q) == {}
+
+
+def test_the_worked_timeline_of_protocol_md_is_what_the_scripts_answer(q: Queue) -> None:
+    """docs/protocol.md, "Job schedulers": its timeline run step by step, each reply written as
+    the table writes it, and the table's reply column compared with them."""
+    section = (DOCS / "protocol.md").read_text().split("\n## Job schedulers\n", 1)[1]
+    table = section.split("| t (ms) | call | reply | after |\n", 1)[1].split("\n\n", 1)[0]
+    documented = [row.strip("|").split("|")[2].strip() for row in table.splitlines()[1:]]
+
+    def added(reply: tuple[str, int]) -> str:
+        return f'`["{reply[0]}", {reply[1]}]`'
+
+    def picked_and_updated(now: int, workers: int = 1) -> list[str]:
+        job_id, fields, _ = q.take(now=now)
+        return [
+            f'`"{schedule_next(q.r, q.name, job_id, fields, now=now)}"`' for _ in range(workers)
+        ]
+
+    replies = [added(upsert(q, "report", every=60_000, now=1_000_000))]
+    replies += picked_and_updated(1_000_000, workers=2)
+    replies += picked_and_updated(1_200_000)
+    replies.append(added(upsert(q, "report", every=60_000, now=1_200_000)))
+    with pytest.raises(errors.JobBelongsToJobScheduler) as refused:
+        g.remove_job(q.r, queue=q.name, job_id="repeat-report-1240000", remove_children=False)
+    replies.append(str(refused.value.code))
+    replies.append(added(upsert(q, "report", every=120_000, now=1_200_000)))
+    assert q.state("repeat-report-1240000") == "unknown"
+    replies.append(f"`{g.remove_job_scheduler(q.r, queue=q.name, scheduler_id='report')}`")
+    assert q.state("repeat-report-1200000") == "unknown"
+    assert replies == documented
+
+
+def test_the_scheduler_example_of_python_md_runs(q: Queue) -> None:
+    """docs/python.md, "Job schedulers": its example, on a new queue, makes both schedulers."""
+    section = (DOCS / "python.md").read_text().split("\n## Job schedulers\n", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/python.md", "exec"), {"r": q.r, "now_ms": NOW})
+    mail = Queue(q.r, "mail")
+    assert {s: mail_scheduler["next"] for s, mail_scheduler in schedulers_of(mail).items()} == {
+        "digest": str(next_run("0 9 * * *", "Europe/Berlin", NOW - 1)),
+        "poll": str(NOW),
+    }
+    assert mail.check() == {
+        iteration("digest", next_run("0 9 * * *", "Europe/Berlin", NOW - 1)): "delayed",
+        iteration("poll", NOW): "wait",
+    }
+
+
+def schedulers_of(q: Queue) -> dict[str, dict[str, str]]:
+    count, page = g.get_job_schedulers(q.r, queue=q.name, start=0, count=100, asc=True)
+    assert count == len(page)
+    return {s["id"]: s for s in page}
