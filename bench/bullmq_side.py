@@ -24,7 +24,15 @@ import redis
 from bullmq import FlowProducer, Job, Queue
 from bullmq.redis_connection import SCRIPT_DEFINITIONS, loadScript
 from bullmq.scripts import Scripts, raw2NextJobData
-from scriptcost import FLOW_CHILDREN, FLOW_JOBS, LOCK_MS, MAX_EVENTS, now_ms
+from scriptcost import (
+    DEDUP_TTL_MS,
+    FLOW_CHILDREN,
+    FLOW_JOBS,
+    LOCK_MS,
+    MAX_EVENTS,
+    SCHEDULER_EVERY_MS,
+    now_ms,
+)
 
 PREFIX = "bull"
 
@@ -160,6 +168,83 @@ class BullFlow:
     def close(self) -> None:
         try:
             self.runner.run(self.producer.close())
+        finally:
+            self.runner.close()
+            self.client.close()
+
+
+class BullDedupAdd:
+    """BullMQ's addStandardJob with a deduplication option of the same TTL, built and sent as
+    its Python package does: each call a new id (`held` False), or every call the one id a job
+    already holds."""
+
+    label = "BullMQ"
+
+    def __init__(self, port: int, held: bool) -> None:
+        self.port = port
+        self.held = held
+        self.cycle: BullCycle | None = None
+
+    def key(self, queue: str, name: str) -> str:
+        return f"{PREFIX}:{queue}:{name}"
+
+    def prepare(self, queue: str) -> None:
+        if self.cycle is not None:
+            self.cycle.close()
+        self.cycle = BullCycle(self.port, queue, "")
+        if self.held:
+            self._add("held")
+
+    def _add(self, dedup_id: str) -> None:
+        assert self.cycle is not None
+        options = {"deduplication": {"id": dedup_id, "ttl": DEDUP_TTL_MS}}
+        job = Job(self.cycle.queue, "job", {}, options)
+        self.cycle.scripts.addStandardJob(job, job.timestamp)
+
+    def run(self, queue: str, calls: int) -> None:
+        for i in range(calls):
+            self._add("held" if self.held else f"d{i}")
+
+    def close(self) -> None:
+        if self.cycle is not None:
+            self.cycle.close()
+
+
+class BullUpsertScheduler:
+    """BullMQ's own Queue.upsertJobScheduler (asyncio): a new every scheduler a call. One Queue
+    a queue name, on one event loop for every round, its connection made before a round is
+    timed (prepare asks it for the schedulers' count)."""
+
+    label = "BullMQ"
+
+    def __init__(self, port: int) -> None:
+        self.url = f"redis://127.0.0.1:{port}"
+        self.client = redis.Redis(host="127.0.0.1", port=port)
+        self.runner = asyncio.Runner()
+        self.queues: dict[str, Queue] = {}
+
+    def key(self, queue: str, name: str) -> str:
+        return f"{PREFIX}:{queue}:{name}"
+
+    def prepare(self, queue: str) -> None:
+        if queue not in self.queues:
+            self.queues[queue] = Queue(queue, {"connection": self.url, "prefix": PREFIX})
+        self.runner.run(self.queues[queue].getJobSchedulersCount())
+        self.client.hset(self.key(queue, "meta"), "opts.maxLenEvents", MAX_EVENTS)
+
+    def run(self, queue: str, calls: int) -> None:
+        upsert = self.queues[queue].upsertJobScheduler
+
+        async def run() -> None:
+            for i in range(calls):
+                await upsert(f"s{i}", {"every": SCHEDULER_EVERY_MS}, "job", {}, {})
+
+        self.runner.run(run())
+
+    def close(self) -> None:
+        try:
+            for queue in self.queues.values():
+                self.runner.run(queue.close())
         finally:
             self.runner.close()
             self.client.close()

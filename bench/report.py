@@ -23,6 +23,7 @@ from scriptcost import (
     CycleComparison,
     FlowInstructionRow,
     InstructionRow,
+    OperationRow,
     OverheadRow,
 )
 from timing import Measurement
@@ -175,6 +176,7 @@ CYCLE_TARGET = 0.8  # Redis-side time per job cycle at most 0.8 of BullMQ's
 CYCLE_CEILING = 0.95
 BULK_TARGET = 1.0  # bulk add at least BullMQ's addBulk rate
 FLOW_TARGET = 0.9  # adding a flow: server instructions at most 0.9 of BullMQ's FlowProducer
+OPERATION_TARGET = 0.9  # a dedup add, a scheduler upsert: at most 0.9 of BullMQ's a call
 
 
 def _verdict(ok: bool) -> str:
@@ -317,6 +319,31 @@ def flow_table(row: FlowInstructionRow) -> str:
     return table(header, body)
 
 
+def operation_table(rows: Sequence[OperationRow]) -> str:
+    header = [
+        "operation",
+        "EchoMQ instr/call",
+        "BullMQ instr/call",
+        "EchoMQ/BullMQ",
+        "target",
+        "",
+        "rounds differ by",
+    ]
+    body = [
+        [
+            row.name,
+            f"{row.echomq_per_call / 1000:.0f}k",
+            f"{row.bullmq_per_call / 1000:.0f}k",
+            f"{row.ratio:.3f}",
+            f"<= {OPERATION_TARGET}",
+            _verdict(row.ratio <= OPERATION_TARGET),
+            f"{100 * row.spread:.1f}%",
+        ]
+        for row in rows
+    ]
+    return table(header, body)
+
+
 def bulk_table(rows: Sequence[BulkRow]) -> str:
     header = ["added by", "jobs/s", "redis us/job", "x BullMQ addBulk", "target", ""]
     body = [
@@ -349,8 +376,15 @@ def script_cost_json(
     instructions: Sequence[InstructionRow] | None,
     bulk: Sequence[BulkRow],
     flow: FlowInstructionRow | None,
+    operations: Sequence[OperationRow] | None,
 ) -> dict[str, Any]:
     return {
+        "operation_instructions": None
+        if operations is None
+        else [
+            {**_rounded(asdict(r)), "verdict": _verdict(r.ratio <= OPERATION_TARGET)}
+            for r in operations
+        ],
         "flow_instructions": None
         if flow is None
         else {**_rounded(asdict(flow)), "verdict": _verdict(flow.ratio <= FLOW_TARGET)},
@@ -370,6 +404,7 @@ def script_cost_json(
             "cycle_instructions_ratio_ceiling": CYCLE_CEILING,
             "bulk_ratio_at_least": BULK_TARGET,
             "flow_instructions_ratio_at_most": FLOW_TARGET,
+            "operation_instructions_ratio_at_most": OPERATION_TARGET,
         },
         "wrapper_overhead": [
             {**_rounded(asdict(r)), "verdict": _verdict(r.ratio < OVERHEAD_TARGET)}

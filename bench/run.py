@@ -422,7 +422,9 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         )
     instructions = None
     flow = None
+    operations = None
     flows = max(args.callgrind_jobs // 10, 20)
+    operation_calls = max(args.callgrind_jobs // 3, 20)
     if server.callgrind_available() and args.callgrind_jobs > 0:
         with server.callgrind_server() as counted:
             instructions = scriptcost.job_cycle_instructions(
@@ -430,6 +432,9 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             )
             flow = scriptcost.flow_instructions(
                 counted, counted.port, bullmq_side.BullFlow, flows, 2, _progress
+            )
+            operations = scriptcost.operation_instructions(
+                counted, counted.port, _operations(), operation_calls, 2, _progress
             )
     where = (
         f"client on CPU {pinned.client_cpus}, redis-server {pinned.version} on CPU"
@@ -468,6 +473,15 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             report.flow_table(flow)
             if flow is not None
             else "(skipped: valgrind is not installed, or --callgrind-jobs 0)",
+            "",
+            (
+                "deduplication and job schedulers, side by side, the server's instructions under"
+                f" callgrind ({operation_calls} calls a round, 2 rounds a side, each side's least"
+                " round)"
+            ),
+            report.operation_table(operations)
+            if operations is not None
+            else "(skipped: valgrind is not installed, or --callgrind-jobs 0)",
         ]
     )
     data = {
@@ -481,9 +495,37 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         "pipeline_batch": args.batch,
         "callgrind_jobs": args.callgrind_jobs if instructions is not None else None,
         "callgrind_flows": flows if flow is not None else None,
-        **report.script_cost_json(overhead, cycles, instructions, bulk, flow),
+        "callgrind_operation_calls": operation_calls if operations is not None else None,
+        **report.script_cost_json(overhead, cycles, instructions, bulk, flow, operations),
     }
     return text, data
+
+
+def _operations() -> list[Any]:
+    """The dedup and scheduler rows: EchoMQ's scripts and BullMQ's, doing the same."""
+    import bullmq_side
+    import scriptcost
+
+    return [
+        scriptcost.Operation(
+            "add, a new dedup id with a TTL",
+            lambda port: scriptcost.EchoDedupAdd(port, held=False),
+            lambda port: bullmq_side.BullDedupAdd(port, held=False),
+            scriptcost.check_new_dedup_ids,
+        ),
+        scriptcost.Operation(
+            "add, its dedup id held",
+            lambda port: scriptcost.EchoDedupAdd(port, held=True),
+            lambda port: bullmq_side.BullDedupAdd(port, held=True),
+            scriptcost.check_held_dedup_id,
+        ),
+        scriptcost.Operation(
+            "upsert a new job scheduler, every 60 s",
+            scriptcost.EchoUpsertScheduler,
+            bullmq_side.BullUpsertScheduler,
+            scriptcost.check_new_schedulers,
+        ),
+    ]
 
 
 def _floor(outcome: Outcome) -> float:

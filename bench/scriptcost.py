@@ -34,6 +34,7 @@ import redis.asyncio
 
 from echomq_scripts.flows import FlowJob, add_flow
 from echomq_scripts.generated import scripts as emq
+from echomq_scripts.schedulers import upsert_job_scheduler
 
 LOCK_MS = 30_000
 TOKEN = "bench-worker:1"
@@ -736,6 +737,197 @@ def flow_instructions(
         echo / bullmq,
         max((max(c) - min(c)) / min(c) for c in counts.values()),
     )
+
+
+# -- 3c. deduplication and job schedulers, EchoMQ and BullMQ, in server instructions --------
+
+DEDUP_TTL_MS = 60_000
+SCHEDULER_EVERY_MS = 60_000
+
+
+class OperationSide(Protocol):
+    """One side of an operation row: `calls` script calls a round, each the same operation.
+
+    Made once, before the warm-up, it keeps its connection (and BullMQ's its event loop) to the
+    end, as a long-lived producer does."""
+
+    label: str
+
+    def key(self, queue: str, name: str) -> str: ...  # the queue's key `name`, as it spells it
+    def prepare(self, queue: str) -> None: ...  # before a round, untimed
+    def run(self, queue: str, calls: int) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A row: what each call does, the two sides, and what a round must leave (a check of the
+    work done, read with the side's own key names)."""
+
+    name: str
+    echomq: Callable[[int], OperationSide]
+    bullmq: Callable[[int], OperationSide]
+    check: Callable[[redis.Redis, OperationSide, str, int], None]
+
+
+class EchoDedupAdd:
+    """EchoMQ's addStandardJob-6 through its wrapper, with a dedup id and opts.deduplication's
+    TTL: each call a new id (`held` False), or every call the one id a job already holds."""
+
+    label = "EchoMQ"
+
+    def __init__(self, port: int, held: bool) -> None:
+        self.client = redis.Redis(host="127.0.0.1", port=port)
+        self.held = held
+
+    def key(self, queue: str, name: str) -> str:
+        return f"emq:{{{queue}}}:{name}"
+
+    def prepare(self, queue: str) -> None:
+        self.client.hset(self.key(queue, "meta"), "max-events", MAX_EVENTS)
+        if self.held:
+            self._add(queue, "held")
+
+    def _add(self, queue: str, dedup_id: str) -> None:
+        emq.add_standard_job(
+            self.client,
+            queue=queue,
+            job_id="",
+            name="job",
+            data="{}",
+            opts={"deduplication": {"ttl": DEDUP_TTL_MS}},
+            now=now_ms(),
+            dedup_id=dedup_id,
+        )
+
+    def run(self, queue: str, calls: int) -> None:
+        for i in range(calls):
+            self._add(queue, "held" if self.held else f"d{i}")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class EchoUpsertScheduler:
+    """EchoMQ's addJobScheduler-10 through echomq_scripts.schedulers: a new every scheduler a
+    call, whose first iteration is due now."""
+
+    label = "EchoMQ"
+
+    def __init__(self, port: int) -> None:
+        self.client = redis.Redis(host="127.0.0.1", port=port)
+
+    def key(self, queue: str, name: str) -> str:
+        return f"emq:{{{queue}}}:{name}"
+
+    def prepare(self, queue: str) -> None:
+        self.client.hset(self.key(queue, "meta"), "max-events", MAX_EVENTS)
+
+    def run(self, queue: str, calls: int) -> None:
+        for i in range(calls):
+            upsert_job_scheduler(
+                self.client, queue, f"s{i}", now=now_ms(), name="job", every=SCHEDULER_EVERY_MS
+            )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _waiting(stats: redis.Redis, side: OperationSide, queue: str, want: int) -> None:
+    waiting = stats.llen(side.key(queue, "wait"))
+    if waiting != want:
+        raise RuntimeError(f"{side.label}: {waiting} jobs waiting, not {want}")
+
+
+def check_new_dedup_ids(stats: redis.Redis, side: OperationSide, queue: str, calls: int) -> None:
+    """Every call added its job, and took its dedup id with the TTL."""
+    _waiting(stats, side, queue, calls)
+    ttls = [stats.pttl(side.key(queue, f"de:d{i}")) for i in range(calls)]
+    if not all(0 < ttl <= DEDUP_TTL_MS for ttl in ttls):
+        raise RuntimeError(f"{side.label}: dedup keys without their TTL: {sorted(set(ttls))[:5]}")
+
+
+def check_held_dedup_id(stats: redis.Redis, side: OperationSide, queue: str, calls: int) -> None:
+    """No call added a job: only the holder waits."""
+    _waiting(stats, side, queue, 1)
+
+
+def check_new_schedulers(stats: redis.Redis, side: OperationSide, queue: str, calls: int) -> None:
+    """Every call made a scheduler and its first iteration, due now."""
+    _waiting(stats, side, queue, calls)
+    found = stats.zcard(side.key(queue, "repeat"))
+    if found != calls:
+        raise RuntimeError(f"{side.label}: {found} job schedulers, not {calls}")
+
+
+def _operation_round(
+    side: OperationSide,
+    operation: Operation,
+    stats: redis.Redis,
+    queue: str,
+    calls: int,
+    counter: InstructionCounter | None,
+) -> Phase:
+    side.prepare(queue)
+    phase = timed_phase(stats, calls, lambda: side.run(queue, calls), counter)
+    operation.check(stats, side, queue, calls)
+    stats.flushall()
+    return phase
+
+
+@dataclass(frozen=True)
+class OperationRow:
+    """The server's instructions a call of one operation, EchoMQ against BullMQ (callgrind)."""
+
+    name: str
+    calls: int  # a round
+    echomq_per_call: float  # the least round's
+    bullmq_per_call: float
+    ratio: float
+    spread: float  # the largest relative difference between two rounds of one side
+
+
+def operation_instructions(
+    counter: InstructionCounter,
+    port: int,
+    operations: Sequence[Operation],
+    calls: int,
+    rounds: int,
+    progress: Callable[[str], None],
+) -> list[OperationRow]:
+    """For each operation: a warm-up round of each side, then `rounds` rounds of `calls` calls,
+    the sides alternating which goes first; each side's least round."""
+    rows = []
+    for operation in operations:
+        progress(f"{operation.name} under callgrind")
+        with contextlib.ExitStack() as stack:
+            stats = redis.Redis(host="127.0.0.1", port=port)
+            stack.callback(stats.close)
+            sides: dict[str, OperationSide] = {}
+            for name, make in (("EchoMQ", operation.echomq), ("BullMQ", operation.bullmq)):
+                side = make(port)
+                stack.callback(side.close)
+                sides[name] = side
+            for side in sides.values():
+                _operation_round(side, operation, stats, "warm-up", max(calls // 10, 2), None)
+            done: dict[str, list[Phase]] = {name: [] for name in sides}
+            for round_ in range(rounds):
+                order = list(sides.items())
+                for name, side in order if round_ % 2 == 0 else reversed(order):
+                    done[name].append(_operation_round(side, operation, stats, "q", calls, counter))
+        counts = {name: [_instructions(p) for p in phases] for name, phases in done.items()}
+        echo, bullmq = min(counts["EchoMQ"]) / calls, min(counts["BullMQ"]) / calls
+        rows.append(
+            OperationRow(
+                operation.name,
+                calls,
+                echo,
+                bullmq,
+                echo / bullmq,
+                max((max(c) - min(c)) / min(c) for c in counts.values()),
+            )
+        )
+    return rows
 
 
 # -- 4. bulk add -----------------------------------------------------------------------------

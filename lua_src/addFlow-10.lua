@@ -213,7 +213,9 @@ for i, node in ipairs(nodes) do
   elseif node.skipped then
     local dedupKey = prefix .. "de:" .. node.dedupId
     local holder = redis.call("GET", dedupKey)
-    if node.dedup and node.dedup.ttl and node.dedup.extend then
+    -- As deduplicate's extend: only a TTL that runs starts again.
+    if node.dedup and node.dedup.ttl and node.dedup.extend
+        and redis.call("PTTL", dedupKey) > 0 then
       redis.call("SET", dedupKey, holder, "PX", node.dedup.ttl)
     end
     emitEvent(eventsKey, metaKey, "deduplicated", holder, "deduplicationId", node.dedupId,

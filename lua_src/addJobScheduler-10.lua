@@ -37,11 +37,11 @@
 --- @include "includes/addSchedulerJob"
 --- @include "includes/checkJobArgs"
 --- @include "includes/checkJobId"
---- @include "includes/emitEvent"
 --- @include "includes/everyNextRun"
 --- @include "includes/intArg"
 --- @include "includes/queuePrefix"
---- @include "includes/removeJobKeys"
+--- @include "includes/pendingIteration"
+--- @include "includes/removePendingIteration"
 --- @include "includes/schedulerJobId"
 
 local schedulersKey, schedulerKey, waitKey, pausedKey, delayedKey = KEYS[1], KEYS[2], KEYS[3],
@@ -78,13 +78,16 @@ local settings = {
   tostring(startDate), "endDate", tostring(endDate),
 }
 
--- 2. What there is: the scheduler's settings, its current iteration, and whether that one is
--- still waiting to be picked up (then it is replaced).
+-- 2. What there is: the scheduler's settings and its current iteration. The same settings
+-- change nothing while that iteration lives (waits, or runs: its worker schedules the next);
+-- one that is gone, or finished without a next, is followed by a new one.
 local prefix = queuePrefix(schedulersKey)
 local previous = redis.call("ZSCORE", schedulersKey, schedulerId)
 local stored = {}
+local currentId, pendingKey, pendingState = nil, nil, nil
 if previous then
   previous = tonumber(previous)
+  currentId = schedulerJobId(schedulerId, previous)
   local flat = redis.call("HGETALL", schedulerKey)
   for i = 1, #flat, 2 do
     stored[flat[i]] = flat[i + 1]
@@ -95,34 +98,27 @@ if previous then
   end
   -- The offset given, or none: the one stored was found from the first run.
   same = same and (offset == 0 or tonumber(stored.offset) == offset)
-  if same then
-    local current = schedulerJobId(schedulerId, previous)
-    return { redis.call("EXISTS", prefix .. current) == 1 and current or "", previous }
+  local live = redis.call("EXISTS", prefix .. currentId) == 1
+    and not redis.call("ZSCORE", prefix .. "completed", currentId)
+    and not redis.call("ZSCORE", prefix .. "failed", currentId)
+  if same and live then
+    return { currentId, previous }
   end
-end
-local pendingId, pendingKey, pendingState = nil, nil, nil
-if previous then
-  pendingId = schedulerJobId(schedulerId, previous)
-  for _, place in ipairs({ { delayedKey, "delayed" }, { prioritizedKey, "prioritized" } }) do
-    if not pendingState and redis.call("ZSCORE", place[1], pendingId) then
-      pendingKey, pendingState = place[1], place[2]
-    end
-  end
-  for _, place in ipairs({ { waitKey, "wait" }, { pausedKey, "paused" } }) do
-    if not pendingState and redis.call("LPOS", place[1], pendingId) then
-      pendingKey, pendingState = place[1], place[2]
-    end
-  end
+  pendingKey, pendingState = pendingIteration(prefix, currentId,
+    { delayedKey, prioritizedKey, waitKey, pausedKey })
 end
 
 -- 3. The next run, and its slot: an iteration's id is its time, so a job that holds the id (an
--- earlier run kept by its retention) takes the slot. An every scheduler tries the slots after
--- it, a pattern's is refused.
+-- earlier run kept by its retention, or the current one running) takes the slot. An every
+-- scheduler tries the slots after it, a pattern's is refused. An every scheduler whose period,
+-- offset and start are unchanged keeps its time: the pending iteration's, or the next after the
+-- current one.
 local runAt = nextMillis
 if every > 0 then
-  if pendingState and tonumber(stored.every) == every then
-    runAt = previous
+  if previous and tonumber(stored.every) == every and tonumber(stored.startDate) == startDate
+      and (offset == 0 or tonumber(stored.offset) == offset) then
     offset = tonumber(stored.offset) or offset
+    runAt = pendingState and previous or everyNextRun(previous, every, nowMillis, offset, 0)
   else
     runAt, offset = everyNextRun(nil, every, nowMillis, offset, startDate)
   end
@@ -132,8 +128,9 @@ if pendingState then
   iterations = iterations - 1 -- the one replaced does not count
 end
 local ended = (limit > 0 and iterations >= limit) or (endDate > 0 and runAt > endDate)
+-- The iteration being replaced frees its slot; one that runs on holds it, as any job does.
 local function taken(id)
-  return id ~= pendingId and redis.call("EXISTS", prefix .. id) == 1
+  return not (pendingState and id == currentId) and redis.call("EXISTS", prefix .. id) == 1
 end
 if not ended and taken(schedulerJobId(schedulerId, runAt)) then
   if every == 0 then
@@ -151,13 +148,7 @@ end
 
 -- 4. The writes: the iteration replaced goes, the settings are stored, and the next one added.
 if pendingState then
-  if pendingState == "wait" or pendingState == "paused" then
-    redis.call("LREM", pendingKey, 0, pendingId)
-  else
-    redis.call("ZREM", pendingKey, pendingId)
-  end
-  removeJobKeys(prefix, pendingId)
-  emitEvent(eventsKey, metaKey, "removed", pendingId, "prev", pendingState)
+  removePendingIteration(prefix, currentId, pendingKey, pendingState, eventsKey, metaKey)
 end
 local jobId = ""
 if not ended then

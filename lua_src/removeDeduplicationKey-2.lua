@@ -10,9 +10,11 @@
 local dedupKey, dedupNextKey = KEYS[1], KEYS[2]
 local dedupId, jobId = ARGV[1], ARGV[2]
 
--- A runtime that builds the keys itself must build them for this id.
-if string.sub(dedupKey, -#dedupId - 4) ~= ":de:" .. dedupId then
-  error("key " .. dedupKey .. " is not the key of deduplication id '" .. dedupId .. "'")
+-- A runtime that builds the keys itself must build them for this id, in one queue.
+local prefix = string.sub(dedupKey, 1, -#dedupId - 4)
+if dedupKey ~= prefix .. "de:" .. dedupId or dedupNextKey ~= prefix .. "dn:" .. dedupId then
+  error("keys " .. dedupKey .. " and " .. dedupNextKey .. " are not the keys of deduplication id '"
+    .. dedupId .. "'")
 end
 if redis.call("GET", dedupKey) ~= jobId then
   return 0

@@ -2,7 +2,8 @@
 --- Its parent stops waiting for it (and goes on when nothing else holds it). With
 --- remove_children, its children go too, and theirs, to any depth: pending, completed and
 --- failed alike. A job a worker holds (its lock exists), or with a descendant held, is refused
---- with 0; the pending iteration of a job scheduler answers -8 (remove the scheduler instead).
+--- with 0; a job scheduler's current iteration, or a descendant that is one, answers -8 (remove
+--- the scheduler instead).
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key paused            `emq:{q}:paused`            the paused list
 --- @key active            `emq:{q}:active`            the active list
@@ -22,10 +23,11 @@
 ---     held by a worker
 --- @error -1 JobNotExist
 --- @error -8 JobBelongsToJobScheduler
+--- @include "includes/checkJobId"
 --- @include "includes/emitEvent"
+--- @include "includes/leaveParent"
 --- @include "includes/queuePrefix"
 --- @include "includes/releaseDedupId"
---- @include "includes/releaseParent"
 --- @include "includes/removeJobKeys"
 --- @include "includes/schedulerJobId"
 
@@ -36,17 +38,24 @@ local stalledKey, eventsKey, metaKey, schedulersKey, jobKey = KEYS[9], KEYS[10],
   KEYS[12], KEYS[13]
 local jobId, removeChildren = ARGV[1], ARGV[2] == "1"
 
-local stored = redis.call("HMGET", jobKey, "rjk", "parentKey")
+local prefix = queuePrefix(waitingChildrenKey)
+-- A runtime that builds the key itself must build it for this id: the script deletes by both.
+checkJobId(jobId, "job id")
+if jobKey ~= prefix .. jobId then
+  error("key " .. jobKey .. " is not the key of job '" .. jobId .. "'")
+end
 if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
-if stored[1] then
-  local millis = redis.call("ZSCORE", schedulersKey, stored[1])
-  if millis and schedulerJobId(stored[1], millis) == jobId then
-    return -8
-  end
+local parentKey = redis.call("HGET", jobKey, "parentKey") or nil
+
+-- Whether a job is a scheduler's current iteration: removing it would leave the scheduler
+-- nothing to move on from.
+local function schedulersOwn(id)
+  local schedulerId = redis.call("HGET", prefix .. id, "rjk")
+  local millis = schedulerId and redis.call("ZSCORE", schedulersKey, schedulerId)
+  return millis and schedulerJobId(schedulerId, millis) == id
 end
-local prefix = queuePrefix(waitingChildrenKey)
 
 -- The jobs to remove, the job first, then its descendants breadth first (no recursion: a tree of
 -- any depth), each once. All are checked before the first is removed.
@@ -56,6 +65,9 @@ local head = 1
 while head <= #doomed do
   local id = doomed[head]
   head = head + 1
+  if schedulersOwn(id) then
+    return -8
+  end
   if redis.call("EXISTS", prefix .. id .. ":lock") == 1 then
     return 0
   end
@@ -106,12 +118,5 @@ for _, id in ipairs(doomed) do
 end
 
 -- Last, the parent outside the removed tree: it no longer waits for the job, pending or failed.
-local parentKey = stored[2]
-if parentKey and redis.call("EXISTS", parentKey) == 1 then
-  local removedPending = redis.call("SREM", parentKey .. ":dependencies", jobKey)
-  local removedFailed = redis.call("ZREM", parentKey .. ":unsuccessful", jobKey)
-  if removedPending + removedFailed > 0 then
-    releaseParent(waitingChildrenKey, string.sub(parentKey, #prefix + 1), true)
-  end
-end
+leaveParent(prefix, jobKey, parentKey)
 return 1

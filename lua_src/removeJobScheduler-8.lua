@@ -1,5 +1,5 @@
 --- Removes a job scheduler, with its iteration not yet picked up (a `removed` event); one
---- picked up runs on, as a job of its own.
+--- picked up, or back for a retry, runs on as a job of its own.
 --- @key schedulers   `emq:{q}:repeat`                 the job schedulers, scored by next run
 --- @key scheduler    `emq:{q}:repeat:<scheduler_id>`  the scheduler's settings
 --- @key wait         `emq:{q}:wait`                   the wait list
@@ -10,9 +10,9 @@
 --- @key meta         `emq:{q}:meta`                   the queue's meta hash
 --- @arg scheduler_id  id  the scheduler's id
 --- @return int  1 when the scheduler was removed, 0 when there was none
---- @include "includes/emitEvent"
+--- @include "includes/pendingIteration"
 --- @include "includes/queuePrefix"
---- @include "includes/removeJobKeys"
+--- @include "includes/removePendingIteration"
 --- @include "includes/schedulerJobId"
 
 local schedulersKey, schedulerKey, waitKey, pausedKey, delayedKey = KEYS[1], KEYS[2], KEYS[3],
@@ -24,20 +24,12 @@ local current = redis.call("ZSCORE", schedulersKey, schedulerId)
 if not current then
   return 0
 end
+local prefix = queuePrefix(schedulersKey)
 local jobId = schedulerJobId(schedulerId, current)
-local prev = nil
-if redis.call("ZREM", delayedKey, jobId) == 1 then
-  prev = "delayed"
-elseif redis.call("ZREM", prioritizedKey, jobId) == 1 then
-  prev = "prioritized"
-elseif redis.call("LREM", waitKey, 0, jobId) > 0 then
-  prev = "wait"
-elseif redis.call("LREM", pausedKey, 0, jobId) > 0 then
-  prev = "paused"
-end
-if prev then
-  removeJobKeys(queuePrefix(schedulersKey), jobId)
-  emitEvent(eventsKey, metaKey, "removed", jobId, "prev", prev)
+local stateKey, state = pendingIteration(prefix, jobId,
+  { delayedKey, prioritizedKey, waitKey, pausedKey })
+if state then
+  removePendingIteration(prefix, jobId, stateKey, state, eventsKey, metaKey)
 end
 redis.call("ZREM", schedulersKey, schedulerId)
 redis.call("DEL", schedulerKey)

@@ -1,6 +1,7 @@
 --- Schedules a job scheduler's next iteration once its current one was picked up: the worker
 --- that picked it calls this with the job's id, and only the current iteration moves the
---- scheduler on, so workers that race, or a call sent twice, schedule one job. An every
+--- scheduler on, so workers that race, or a call sent twice, schedule one job; one still
+--- waiting to be picked up moves nothing. An every
 --- scheduler's next run is a period after the current one (or the next slot after now, when
 --- runs were missed); a pattern's is next_millis, as the caller computed it. Nothing runs past
 --- the limit or the end date.
@@ -27,6 +28,7 @@
 --- @include "includes/everyNextRun"
 --- @include "includes/intArg"
 --- @include "includes/nowArg"
+--- @include "includes/pendingIteration"
 --- @include "includes/queuePrefix"
 --- @include "includes/schedulerJobId"
 
@@ -38,8 +40,11 @@ local schedulerId, jobId, now = ARGV[1], ARGV[2], ARGV[3]
 local nowMillis = nowArg(now)
 local nextMillis = intArg(ARGV[4], "next_millis", 0)
 
+local prefix = queuePrefix(schedulersKey)
 local current = redis.call("ZSCORE", schedulersKey, schedulerId)
-if not current or schedulerJobId(schedulerId, current) ~= jobId then
+-- Only the current iteration, once picked up, moves the scheduler on: not one still waiting.
+if not current or schedulerJobId(schedulerId, current) ~= jobId
+    or pendingIteration(prefix, jobId, { delayedKey, prioritizedKey, waitKey, pausedKey }) then
   return ""
 end
 current = tonumber(current)
@@ -59,12 +64,12 @@ if (limit > 0 and iterations >= limit) or (endDate > 0 and runAt > endDate) then
   return ""
 end
 local nextId = schedulerJobId(schedulerId, runAt)
-if redis.call("EXISTS", queuePrefix(schedulersKey) .. nextId) == 1 then
+if redis.call("EXISTS", prefix .. nextId) == 1 then
   emitEvent(eventsKey, metaKey, "duplicated", nextId)
   return ""
 end
 addSchedulerJob({ waitKey, pausedKey, delayedKey, prioritizedKey, pcKey, markerKey, eventsKey,
-  metaKey }, queuePrefix(schedulersKey), schedulerId, runAt, now, stored[6], stored[7], stored[8],
+  metaKey }, prefix, schedulerId, runAt, now, stored[6], stored[7], stored[8],
   tonumber(stored[9]) or 0, redis.call("HEXISTS", metaKey, "paused") == 1)
 redis.call("HSET", schedulerKey, "ic", tostring(iterations + 1))
 redis.call("ZADD", schedulersKey, runAt, schedulerId)

@@ -271,7 +271,7 @@ def test_keys_of_another_dedup_id_are_refused(q: Queue) -> None:
     """Built by a runtime that gets them wrong: refused, nothing released."""
     q.add("a", dedup_id="d")
     other = (q.key("de:x"), q.key("dn:x"))
-    with pytest.raises(LuaError, match="is not the key of deduplication id 'd'"):
+    with pytest.raises(LuaError, match="are not the keys of deduplication id 'd'"):
         q.raw("removeDeduplicationKey", other, ["d", "a"])
     with pytest.raises(LuaError, match="is not the key of deduplication id 'd'"):
         q.raw("getDeduplicationJobId", other[:1], ["d"])
@@ -332,3 +332,63 @@ def test_the_dedup_example_of_python_md_runs(q: Queue) -> None:
     assert scope["holder"] == "1"
     assert mail.check() == {"1": "delayed"}
     assert mail.r.exists(mail.key("de:digest-42")) == 0
+
+
+def test_a_dedup_next_key_of_another_name_is_refused(q: Queue) -> None:
+    q.add("h", dedup_id="d")
+    with pytest.raises(LuaError, match="are not the keys of deduplication id 'd'"):
+        q.raw("removeDeduplicationKey", (q.key("de:d"), q.key("wait")), ["d", "h"])
+    assert q.check() == {"h": "wait"}
+    assert holder(q) == "h"
+
+
+def test_extend_does_not_put_a_ttl_on_an_id_held_for_its_active_holder(q: Queue) -> None:
+    """keepLastIfActive holds the id without a TTL while its holder runs; a later add with ttl
+    and extend leaves it so, and the kept add is still added when the holder finishes."""
+    keep = dedup(keepLastIfActive=True)
+    q.add("h", dedup_id="d", opts=keep)
+    assert q.take_id() == "h"
+    add_standard(q.r, q.name, job_id="k", dedup_id="d", opts=keep)
+    assert add_standard(q.r, q.name, job_id="x", dedup_id="d", opts=dedup(ttl=50, extend=True)) == (
+        "h",
+        0,
+    )
+    assert ttl(q) == -1
+    q.complete("h")
+    assert q.check() == {"h": "completed", "k": "wait"}
+    assert holder(q) == "k"
+
+
+def test_replace_drops_an_add_kept_before_the_holder_was_retried(q: Queue) -> None:
+    keep = dedup(keepLastIfActive=True, replace=True)
+    q.add("h", dedup_id="d", opts={**keep, "attempts": 2, "backoff": {"delay": 100}})
+    assert q.take_id() == "h"
+    add_standard(q.r, q.name, job_id="k", dedup_id="d", opts=keep)
+    assert q.fail("h")[0] == "delayed"  # back for a retry, and so replaceable
+    assert add_standard(q.r, q.name, job_id="r", dedup_id="d", opts=keep) == ("r", 1)
+    assert q.r.exists(q.key("dn:d")) == 0
+    assert q.take_id() == "r"
+    q.complete("r")
+    assert q.check() == {"r": "completed"}  # k, kept before the retry, went with h
+
+
+def test_a_kept_add_whose_custom_id_was_taken_adds_nothing_and_says_so(q: Queue) -> None:
+    keep = dedup(keepLastIfActive=True)
+    q.add("h", dedup_id="d", opts=keep)
+    assert q.take_id() == "h"
+    add_standard(q.r, q.name, job_id="k", dedup_id="d", opts=keep)
+    q.add("k")  # the kept add's custom id, taken by a job of its own
+    q.complete("h")
+    assert q.events()[-1] == {"event": "duplicated", "jobId": "k"}
+    assert q.check() == {"h": "completed", "k": "wait"}
+    assert holder(q) is None
+
+
+def test_a_kept_delayed_add_goes_to_delayed_even_with_no_delay(q: Queue) -> None:
+    keep = dedup(keepLastIfActive=True)
+    q.add("h", dedup_id="d", opts=keep)
+    assert q.take_id() == "h"
+    add_delayed(q.r, q.name, job_id="k", delay=0, dedup_id="d", opts=keep)
+    q.complete("h", now=NOW + 7)
+    assert q.check()["k"] == "delayed"
+    assert q.events()[-1] == {"event": "delayed", "jobId": "k", "delay": "0", "runAt": str(NOW + 7)}

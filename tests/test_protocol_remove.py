@@ -7,6 +7,7 @@ import pytest
 
 from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
+from echomq_scripts.runtime import LuaError
 from tests.support.invariants import NOW
 from tests.support.queue_harness import Queue
 
@@ -110,3 +111,26 @@ def test_removing_a_job_that_holds_a_kept_add_drops_it(q: Queue) -> None:
     assert remove(q, "a") == 1
     assert q.r.exists(q.key("dn:d"), q.key("de:d")) == 0
     assert q.check() == {"b": "wait"}
+
+
+@pytest.mark.parametrize(
+    ("job_id", "key", "message"),
+    [
+        ("repeat:s", "repeat:s", "contains '\\{', '\\}' or ':'"),
+        ("meta", "meta", "is the name of one of the queue's own keys"),
+        ("b", "a", "is not the key of job 'b'"),
+    ],
+)
+def test_a_hostile_id_or_a_key_of_another_job_is_refused_before_any_write(
+    q: Queue, job_id: str, key: str, message: str
+) -> None:
+    """Sent as another runtime might: nothing the script would delete by the id or the key."""
+    q.add("a")
+    q.add("b")
+    q.pause()
+    before = q.check()
+    call_keys = [*g.remove_job_keys(q.name, "a")[:12], q.key(key)]
+    with pytest.raises(LuaError, match=message):
+        q.raw("removeJob", call_keys, [job_id, "0"])
+    assert q.check() == before
+    assert q.r.hget(q.key("meta"), "paused") is not None

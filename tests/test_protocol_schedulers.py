@@ -331,3 +331,61 @@ def schedulers_of(q: Queue) -> dict[str, dict[str, str]]:
     count, page = g.get_job_schedulers(q.r, queue=q.name, start=0, count=100, asc=True)
     assert count == len(page)
     return {s["id"]: s for s in page}
+
+
+def test_new_settings_while_the_iteration_runs_leave_it_its_slot(q: Queue) -> None:
+    """The current iteration was picked up (here, and handed over to wait for children): it is
+    not replaced, and its id holds its slot, so the new settings' first run takes the next."""
+    first, _ = upsert(q, every=EVERY)
+    assert q.take_id() == first
+    assert upsert(q, every=EVERY, data='{"v":2}') == (iteration("s", NOW + EVERY), NOW + EVERY)
+    assert q.check() == {first: "active", iteration("s", NOW + EVERY): "delayed"}
+    # The running one is no longer the current iteration: it schedules nothing.
+    assert schedule_next(q.r, q.name, first, {"rjk": "s"}, now=NOW) == ""
+
+
+def test_removing_a_scheduler_frees_a_flow_that_waited_for_its_iteration(q: Queue) -> None:
+    """A flow named the pending iteration's id as a child (it joined): removing the scheduler
+    takes the iteration out of the parent's pending children, and the parent goes on."""
+    pending, _ = upsert(q, every=EVERY, start_date=NOW + EVERY)
+    q.add_flow(q.node("p", q.node(pending)))
+    assert q.check()["p"] == "waiting-children"
+    assert g.remove_job_scheduler(q.r, queue=q.name, scheduler_id="s") == 1
+    assert q.check() == {"p": "wait"}
+
+
+def test_a_scheduler_whose_iteration_is_gone_is_scheduled_again_by_the_same_upsert(
+    q: Queue,
+) -> None:
+    """Its iteration went with a flow removed whole (-8 keeps removeJob from it): here, as a
+    runtime could, it is deleted by hand. The same upsert then schedules the next run."""
+    first, _ = upsert(q, every=EVERY, start_date=NOW + EVERY)
+    q.add_flow(q.node("p", q.node(first)))
+    with pytest.raises(errors.JobBelongsToJobScheduler):
+        g.remove_job(q.r, queue=q.name, job_id="p", remove_children=True)
+    assert q.check() == {"p": "waiting-children", first: "delayed"}
+    q.r.delete(q.key(first))
+    q.r.zrem(q.key("delayed"), first)
+    q.r.srem(q.key("p:dependencies"), q.key(first))
+    q.check()
+    assert upsert(q, every=EVERY, start_date=NOW + EVERY) == (
+        iteration("s", NOW + 2 * EVERY),
+        NOW + 2 * EVERY,
+    )
+
+
+def test_a_new_offset_moves_the_pending_iteration_once(q: Queue) -> None:
+    upsert(q, every=EVERY, offset=10_000)
+    moved = upsert(q, every=EVERY, offset=20_000)
+    slot = NOW // EVERY * EVERY + 20_000
+    assert moved == (iteration("s", slot if slot > NOW else slot + EVERY), moved[1])
+    assert scheduler(q)["offset"] == "20000"
+    events = len(q.events())
+    assert upsert(q, every=EVERY, offset=20_000) == moved
+    assert len(q.events()) == events  # the same settings: nothing moved again
+
+
+def test_an_iteration_not_yet_picked_up_schedules_nothing(q: Queue) -> None:
+    first, _ = upsert(q, every=EVERY, start_date=NOW + EVERY)
+    assert schedule_next(q.r, q.name, first, {"rjk": "s"}, now=NOW) == ""
+    assert q.check() == {first: "delayed"}

@@ -45,7 +45,7 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="ce4acd437cdc473979218171f6dc2c7cf486b7f3",
+        sha1="dc4bd4f279a198ce5477861a1d875300bed96685",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -237,7 +237,7 @@ _ADD_FLOW = Script(
         name="addFlow",
         script_id="addFlow-10",
         num_keys=10,
-        sha1="0efc4c62b8b19f76f77090222548de4583d0de71",
+        sha1="26e81dbacb274ceb042ad565c5d57b62ba0d6a0f",
         returns="list[tuple[string, int]]",
         codes=(-5, -7),
         package="echomq_scripts.generated",
@@ -416,7 +416,7 @@ _ADD_JOB_SCHEDULER = Script(
         name="addJobScheduler",
         script_id="addJobScheduler-10",
         num_keys=10,
-        sha1="f6cb21d6a74764f9ca10cbbfb25e5438a6c47b78",
+        sha1="29d3b60279ed8f13b07bdeedb26339ca22159238",
         returns="tuple[string, int]",
         codes=(-10, -11),
         package="echomq_scripts.generated",
@@ -693,7 +693,7 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="bbc04e898fa68a1c2233f1b38eaa7cd5f2530f3e",
+        sha1="d1998232d2ad45c8a057be321dd33bd347e337c5",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -880,7 +880,7 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="d896638bc482b8c3a86bccc09550ab572502be45",
+        sha1="827733bd153cbbbdc4397e388df9bdf3cae63541",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -2156,7 +2156,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="4615fc1e14c5103d31642caec6d03b2744b58d45",
+        sha1="88fd3c834ed8eae28954e3669fa1e6e7ba0400fa",
         returns="tuple[list[string], list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -2716,7 +2716,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="0c9258a6301b3ff7a0f4b7fc55a1539723d45811",
+        sha1="4463f5388a03435f6597e26e185f4b120606abff",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
@@ -3439,7 +3439,7 @@ _REMOVE_DEDUPLICATION_KEY = Script(
         name="removeDeduplicationKey",
         script_id="removeDeduplicationKey-2",
         num_keys=2,
-        sha1="1da34adbcc4cac90ffaaaa5eefa724fb9ba78453",
+        sha1="2322ac4144a2f51492f5af2203f16dc7ff649832",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -3601,7 +3601,7 @@ _REMOVE_JOB = Script(
         name="removeJob",
         script_id="removeJob-13",
         num_keys=13,
-        sha1="5cb94b971e007d694d14e09281f0263ade1ab3f7",
+        sha1="236e73d4a8d0c6831ea6ec4c6e09e8956b98bbe7",
         returns="int",
         codes=(-1, -8),
         package="echomq_scripts.generated",
@@ -3685,8 +3685,8 @@ def remove_job(
     Its parent stops waiting for it (and goes on when nothing else holds it). With
     remove_children, its children go too, and theirs, to any depth: pending, completed and
     failed alike. A job a worker holds (its lock exists), or with a descendant held, is
-    refused with 0; the pending iteration of a job scheduler answers -8 (remove the
-    scheduler instead).
+    refused with 0; a job scheduler's current iteration, or a descendant that is one,
+    answers -8 (remove the scheduler instead).
 
     Args:
         job_id (id): the job's id
@@ -3774,7 +3774,7 @@ _REMOVE_JOB_SCHEDULER = Script(
         name="removeJobScheduler",
         script_id="removeJobScheduler-8",
         num_keys=8,
-        sha1="2cdaf5bc2fa0b6601be8a302e072f0c0c21f26c2",
+        sha1="f7b6418f27651475660daaae906a19c3f492d078",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -3847,7 +3847,7 @@ def remove_job_scheduler(
 ) -> int:
     """Removes a job scheduler, with its iteration not yet picked up (a `removed` event); one
 
-    picked up runs on, as a job of its own.
+    picked up, or back for a retry, runs on as a job of its own.
 
     Args:
         scheduler_id (id): the scheduler's id
@@ -4092,7 +4092,7 @@ _UPDATE_JOB_SCHEDULER = Script(
         name="updateJobScheduler",
         script_id="updateJobScheduler-10",
         num_keys=10,
-        sha1="2441cfe876dfb60104bf3d74a730181ed8fe214f",
+        sha1="db0d76fc4a0260c14b28faccc08e59d7e4f555d6",
         returns="string",
         codes=(),
         package="echomq_scripts.generated",
@@ -4178,10 +4178,10 @@ def update_job_scheduler(
     worker
 
     that picked it calls this with the job's id, and only the current iteration moves the
-    scheduler on, so workers that race, or a call sent twice, schedule one job. An every
-    scheduler's next run is a period after the current one (or the next slot after now, when
-    runs were missed); a pattern's is next_millis, as the caller computed it. Nothing runs
-    past the limit or the end date.
+    scheduler on, so workers that race, or a call sent twice, schedule one job; one still
+    waiting to be picked up moves nothing. An every scheduler's next run is a period after
+    the current one (or the next slot after now, when runs were missed); a pattern's is
+    next_millis, as the caller computed it. Nothing runs past the limit or the end date.
 
     Args:
         scheduler_id (id): the scheduler's id (the picked job's "rjk")

@@ -3,13 +3,13 @@
 --- @include "pushReady"
 --- @include "signalWork"
 
--- Puts a job just created where an add puts it, with the add's event: to delayed when it has a
--- `delay` (due at `runAt`, workers woken for then), else to prioritized with a `priority`, else to
--- wait, or paused while the queue is `paused`. `keys` are the queue's wait, paused, delayed,
--- prioritized, pc, marker, events and meta keys, in that order.
+-- Puts a job just created where an add puts it, with the add's event: to delayed when it is due
+-- at `runAt` (nil for now; `delay` the ms it was given), workers woken for then, else to
+-- prioritized with a `priority`, else to wait, or paused while the queue is `paused`. `keys` are
+-- the queue's wait, paused, delayed, prioritized, pc, marker, events and meta keys, in that order.
 local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
   local markerKey, eventsKey, metaKey = keys[6], keys[7], keys[8]
-  if delay > 0 then
+  if runAt then
     redis.call("ZADD", keys[3], runAt, jobId)
     signalWork(markerKey, runAt)
     emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", delay, "runAt", runAt)

@@ -330,6 +330,7 @@ class QueueModel:
             ):
                 del self.delayed[holder]
                 del self.jobs[holder]
+                self.dedup_next.pop(dedup_id, None)
                 self._emit("removed", holder, "prev", "delayed")
                 replaced = holder
                 if ttl is not None and not options.extend and not keep_last:
@@ -338,8 +339,13 @@ class QueueModel:
                 if keep_last and holder in self.active:
                     self.dedup_next[dedup_id] = KeptAdd(name, opts, job_id, delay, priority)
                     self.dedup_ttl.discard(dedup_id)
-                elif ttl is not None and options is not None and options.extend:
-                    self.dedup_ttl.add(dedup_id)
+                elif (
+                    ttl is not None
+                    and options is not None
+                    and options.extend
+                    and dedup_id in self.dedup_ttl
+                ):
+                    pass  # the TTL starts again: the model keeps no time
                 self._emit(
                     "deduplicated",
                     holder,
@@ -440,8 +446,6 @@ class QueueModel:
             if node.skipped:
                 holder = self.dedup[job.dedup_id]
                 options = dedup_options(job.opts)
-                if options is not None and options.ttl is not None and options.extend:
-                    self.dedup_ttl.add(job.dedup_id)
                 self._emit(
                     "deduplicated",
                     holder,
@@ -743,12 +747,14 @@ class QueueModel:
         if dedup_id is None or self.dedup.get(dedup_id) != job.id:
             return
         kept = self.dedup_next.pop(dedup_id, None)
-        if kept is not None and (not kept.job_id or kept.job_id not in self.jobs):
+        if kept is not None and kept.job_id and kept.job_id in self.jobs:
+            self._emit("duplicated", kept.job_id)
+        elif kept is not None:
             new_id = self._create(kept.job_id, kept.name, kept.opts, now, dedup_id)
             new = self.jobs[new_id]
-            new.delay = kept.delay or None
+            new.delay = kept.delay
             new.priority = kept.priority
-            if kept.delay:
+            if kept.delay is not None:
                 run_at = min(now + kept.delay, 2**53 - 1)
                 self.delayed[new_id] = run_at
                 new.state = "delayed"
@@ -951,14 +957,18 @@ class QueueModel:
         job = self.jobs.get(job_id)
         if job is None:
             return -1
-        owner = self.schedulers.get(job.scheduler or "")
-        if owner is not None and iteration_id(job.scheduler or "", owner.next) == job_id:
-            return -8
+
+        def schedulers_own(found: Job) -> bool:
+            owner = self.schedulers.get(found.scheduler or "")
+            return owner is not None and iteration_id(found.scheduler or "", owner.next) == found.id
+
         doomed, seen = [job_id], {job_id}
         for at in doomed:  # the loop sees what it appends: breadth first
             found = self.jobs.get(at)
             if found is None:
                 continue
+            if schedulers_own(found):
+                return -8
             if found.lock is not None:
                 return 0
             if children:
@@ -989,11 +999,7 @@ class QueueModel:
                 self._release_dedup(gone)
                 del self.jobs[at]
             self._emit("removed", at, "prev", prev)
-        parent = self.jobs.get(job.parent) if job.parent is not None else None
-        if parent is not None and (job_id in parent.pending or job_id in parent.unsuccessful):
-            parent.pending.discard(job_id)
-            parent.unsuccessful.pop(job_id, None)
-            self._release(parent.id, when_done=True)
+        self._leave_parent(job)
         return 1
 
     def remove_deduplication_key(self, dedup_id: str, job_id: str) -> int:
@@ -1033,7 +1039,10 @@ class QueueModel:
         return job_id
 
     def _pending_iteration(self, job_id: str) -> str | None:
-        """The state of an iteration not picked up yet, in the order the scripts look."""
+        """includes/pendingIteration.lua: the state of an iteration not run yet."""
+        job = self.jobs.get(job_id)
+        if job is None or job.processed_on is not None:
+            return None
         if job_id in self.delayed:
             return "delayed"
         if job_id in self.prioritized:
@@ -1050,8 +1059,16 @@ class QueueModel:
                 listed.remove(job_id)
         self.delayed.pop(job_id, None)
         self.prioritized.pop(job_id, None)
-        del self.jobs[job_id]
+        self._leave_parent(self.jobs.pop(job_id))
         self._emit("removed", job_id, "prev", state)
+
+    def _leave_parent(self, job: Job) -> None:
+        """includes/leaveParent.lua."""
+        parent = self.jobs.get(job.parent) if job.parent is not None else None
+        if parent is not None and (job.id in parent.pending or job.id in parent.unsuccessful):
+            parent.pending.discard(job.id)
+            parent.unsuccessful.pop(job.id, None)
+            self._release(parent.id, when_done=True)
 
     def add_job_scheduler(
         self,
@@ -1065,17 +1082,30 @@ class QueueModel:
         every, limit = int(settings["every"]), int(settings["limit"])
         start, end = int(settings["startDate"]), int(settings["endDate"])
         stored = self.schedulers.get(scheduler_id)
-        if stored is not None and stored.settings == settings and offset in (0, stored.offset):
-            current = iteration_id(scheduler_id, stored.next)
-            return (current if current in self.jobs else "", stored.next)
-        pending_id, pending = None, None
+        current_id, pending = None, None
         if stored is not None:
-            pending_id = iteration_id(scheduler_id, stored.next)
-            pending = self._pending_iteration(pending_id)
+            current_id = iteration_id(scheduler_id, stored.next)
+            same = stored.settings == settings and offset in (0, stored.offset)
+            live = current_id in self.jobs and self.jobs[current_id].state not in (
+                "completed",
+                "failed",
+            )
+            if same and live:
+                return current_id, stored.next
+            pending = self._pending_iteration(current_id)
         run_at = next_millis
         if every > 0:
-            if stored is not None and pending and int(stored.settings["every"]) == every:
-                run_at, offset = stored.next, stored.offset
+            if (
+                stored is not None
+                and int(stored.settings["every"]) == every
+                and int(stored.settings["startDate"]) == start
+                and offset in (0, stored.offset)
+            ):
+                offset = stored.offset
+                if pending:
+                    run_at = stored.next
+                else:
+                    run_at, _ = every_next_run(stored.next, every, now, offset, 0)
             else:
                 run_at, offset = every_next_run(None, every, now, offset, start)
         iterations = stored.iterations if stored is not None else 0
@@ -1085,7 +1115,7 @@ class QueueModel:
 
         def taken(run: int) -> bool:
             found = iteration_id(scheduler_id, run)
-            return found != pending_id and found in self.jobs
+            return not (pending and found == current_id) and found in self.jobs
 
         if not ended and taken(run_at):
             if every == 0:
@@ -1098,8 +1128,8 @@ class QueueModel:
             if taken(run_at):
                 return -11
             ended = end > 0 and run_at > end
-        if pending and pending_id is not None:
-            self._drop_iteration(pending_id, pending)
+        if pending and current_id is not None:
+            self._drop_iteration(current_id, pending)
         scheduler = Scheduler(dict(settings), offset, iterations, run_at)
         job_id = ""
         if not ended:
@@ -1116,6 +1146,8 @@ class QueueModel:
         """updateJobScheduler-10."""
         scheduler = self.schedulers.get(scheduler_id)
         if scheduler is None or iteration_id(scheduler_id, scheduler.next) != job_id:
+            return ""
+        if self._pending_iteration(job_id):
             return ""
         every = int(scheduler.settings["every"])
         limit, end = int(scheduler.settings["limit"]), int(scheduler.settings["endDate"])

@@ -172,10 +172,10 @@ end
 -- whether a job has it (`exists`), and the job's `name`, `data`, `opts` and the add script's
 -- own fields (`extraFields`), kept when the add is deferred.
 -- Returns the holder's id when the add is deduplicated: it adds nothing, and a `deduplicated`
--- event names the holder and the id that was not added. Before that, with `extend`, the TTL
--- starts again; with `keepLastIfActive` and the holder active, the add is kept (the last one
--- wins) in `dn:<dedupId>`, to be added when the holder finishes (finishDedupId), and the id is
--- held until then.
+-- event names the holder and the id that was not added. Before that, with `extend`, a TTL that
+-- runs on the key starts again; with `keepLastIfActive` and the holder active, the add is kept
+-- (the last one wins) in `dn:<dedupId>`, to be added when the holder finishes (finishDedupId),
+-- and the id is held until then.
 -- Otherwise returns nil, then what SET takes after the new job's id for the key (a TTL, none with
 -- keepLastIfActive: held until the job finishes; KEEPTTL when a replaced holder's TTL runs on),
 -- then the holder replaced: with `replace`, a holder still delayed (and no flow's child) is
@@ -196,6 +196,8 @@ local function deduplicate(prefix, eventsKey, metaKey, dedupId, dedup, customId,
   if dedup and dedup.replace and not exists and redis.call("ZSCORE", delayedKey, holder)
       and redis.call("HEXISTS", prefix .. holder, "parentKey") == 0 then
     redis.call("ZREM", delayedKey, holder)
+    -- An add kept while it ran, before this retry, goes with it: this one is the last now.
+    redis.call("DEL", prefix .. "dn:" .. dedupId)
     removeJobKeys(prefix, holder)
     emitEvent(eventsKey, metaKey, "removed", holder, "prev", "delayed")
     if keepLast then
@@ -212,7 +214,9 @@ local function deduplicate(prefix, eventsKey, metaKey, dedupId, dedup, customId,
     redis.call("HSET", nextKey, "name", name, "data", data, "opts", opts, "jid", customId,
       unpack(extraFields))
     redis.call("PERSIST", key)
-  elseif ttl and dedup.extend then
+  elseif ttl and dedup.extend and redis.call("PTTL", key) > 0 then
+    -- Only a TTL that runs starts again: a key held without one (keepLastIfActive's, while its
+    -- holder runs) stays held until its job finishes.
     redis.call("SET", key, holder, "PX", ttl)
   end
   emitEvent(eventsKey, metaKey, "deduplicated", holder, "deduplicationId", dedupId,

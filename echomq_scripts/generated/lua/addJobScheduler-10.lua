@@ -106,13 +106,13 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   return "wait"
 end
 
--- Puts a job just created where an add puts it, with the add's event: to delayed when it has a
--- `delay` (due at `runAt`, workers woken for then), else to prioritized with a `priority`, else to
--- wait, or paused while the queue is `paused`. `keys` are the queue's wait, paused, delayed,
--- prioritized, pc, marker, events and meta keys, in that order.
+-- Puts a job just created where an add puts it, with the add's event: to delayed when it is due
+-- at `runAt` (nil for now; `delay` the ms it was given), workers woken for then, else to
+-- prioritized with a `priority`, else to wait, or paused while the queue is `paused`. `keys` are
+-- the queue's wait, paused, delayed, prioritized, pc, marker, events and meta keys, in that order.
 local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
   local markerKey, eventsKey, metaKey = keys[6], keys[7], keys[8]
-  if delay > 0 then
+  if runAt then
     redis.call("ZADD", keys[3], runAt, jobId)
     signalWork(markerKey, runAt)
     emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", delay, "runAt", runAt)
@@ -148,7 +148,7 @@ local function addSchedulerJob(keys, prefix, schedulerId, runAt, now, name, data
     fields[#fields + 1], fields[#fields + 2] = "priority", priority
   end
   createJob(prefix .. "id", prefix, jobId, name, data, opts, now, "", {}, fields, nil)
-  enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
+  enqueueNewJob(keys, jobId, name, delay, delay > 0 and runAt or nil, priority, paused)
   return jobId
 end
 -- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
@@ -300,12 +300,95 @@ end
 local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
+-- Where a job scheduler's iteration `jobId` waits to run for the first time: the key and the name
+-- of the state that holds it, or nil when it is not waiting, or has run already (it has
+-- processedOn: picked up, then back for a retry). `places` are the queue's delayed, prioritized,
+-- wait and paused keys, in that order. Only a pending iteration is replaced, or removed with its
+-- scheduler; one that ran is a job's own.
+local function pendingIteration(prefix, jobId, places)
+  if redis.call("HEXISTS", prefix .. jobId, "processedOn") == 1 then
+    return nil
+  end
+  local names = { "delayed", "prioritized", "wait", "paused" }
+  for i = 1, 2 do
+    if redis.call("ZSCORE", places[i], jobId) then
+      return places[i], names[i]
+    end
+  end
+  for i = 3, 4 do
+    if redis.call("LPOS", places[i], jobId) then
+      return places[i], names[i]
+    end
+  end
+  return nil
+end
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  end
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
+
+-- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
+-- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
+-- child is pending and none is recorded in :unsuccessful (a child that failed without a policy
+-- that lets the parent go on holds it). A parent that is not in waiting-children (active, or
+-- removed) stays where it is. The other keys are built from the prefix: the scripts that release
+-- a parent do not all take them in KEYS.
+local function releaseParent(waitingChildrenKey, parentId, whenDone)
+  local prefix = queuePrefix(waitingChildrenKey)
+  local parentKey = prefix .. parentId
+  if whenDone and (redis.call("SCARD", parentKey .. ":dependencies") > 0
+      or redis.call("EXISTS", parentKey .. ":unsuccessful") == 1) then
+    return
+  end
+  if redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
+    return
+  end
+  local metaKey = prefix .. "meta"
+  enqueueReadyJob(prefix .. "wait", prefix .. "paused", prefix .. "prioritized", prefix .. "pc",
+    prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
+  emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
+end
+
+-- A job taken away (removed, or replaced) leaves its parent's records of children pending or
+-- failed (`parentKey`, the job's "parentKey" field, or nil), and the parent goes on when nothing
+-- else holds it. A parent that is gone is left alone.
+local function leaveParent(prefix, jobKey, parentKey)
+  if not parentKey or redis.call("EXISTS", parentKey) == 0 then
+    return
+  end
+  local pending = redis.call("SREM", parentKey .. ":dependencies", jobKey)
+  local failed = redis.call("ZREM", parentKey .. ":unsuccessful", jobKey)
+  if pending + failed > 0 then
+    releaseParent(prefix .. "waiting-children", string.sub(parentKey, #prefix + 1), true)
+  end
+end
 -- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
 -- :processed, :failed (ignored children) and :unsuccessful (failed children).
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
   redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
     jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+
+-- Removes a job scheduler's pending iteration `jobId` from `stateKey` (the state `state` that
+-- pendingIteration found), with its keys, from its parent's records (a flow may have named its id
+-- as a child), and appends `removed`.
+local function removePendingIteration(prefix, jobId, stateKey, state, eventsKey, metaKey)
+  if state == "wait" or state == "paused" then
+    redis.call("LREM", stateKey, 0, jobId)
+  else
+    redis.call("ZREM", stateKey, jobId)
+  end
+  leaveParent(prefix, prefix .. jobId, redis.call("HGET", prefix .. jobId, "parentKey") or nil)
+  removeJobKeys(prefix, jobId)
+  emitEvent(eventsKey, metaKey, "removed", jobId, "prev", state)
 end
 
 local schedulersKey, schedulerKey, waitKey, pausedKey, delayedKey = KEYS[1], KEYS[2], KEYS[3],
@@ -342,13 +425,16 @@ local settings = {
   tostring(startDate), "endDate", tostring(endDate),
 }
 
--- 2. What there is: the scheduler's settings, its current iteration, and whether that one is
--- still waiting to be picked up (then it is replaced).
+-- 2. What there is: the scheduler's settings and its current iteration. The same settings
+-- change nothing while that iteration lives (waits, or runs: its worker schedules the next);
+-- one that is gone, or finished without a next, is followed by a new one.
 local prefix = queuePrefix(schedulersKey)
 local previous = redis.call("ZSCORE", schedulersKey, schedulerId)
 local stored = {}
+local currentId, pendingKey, pendingState = nil, nil, nil
 if previous then
   previous = tonumber(previous)
+  currentId = schedulerJobId(schedulerId, previous)
   local flat = redis.call("HGETALL", schedulerKey)
   for i = 1, #flat, 2 do
     stored[flat[i]] = flat[i + 1]
@@ -359,34 +445,27 @@ if previous then
   end
   -- The offset given, or none: the one stored was found from the first run.
   same = same and (offset == 0 or tonumber(stored.offset) == offset)
-  if same then
-    local current = schedulerJobId(schedulerId, previous)
-    return { redis.call("EXISTS", prefix .. current) == 1 and current or "", previous }
+  local live = redis.call("EXISTS", prefix .. currentId) == 1
+    and not redis.call("ZSCORE", prefix .. "completed", currentId)
+    and not redis.call("ZSCORE", prefix .. "failed", currentId)
+  if same and live then
+    return { currentId, previous }
   end
-end
-local pendingId, pendingKey, pendingState = nil, nil, nil
-if previous then
-  pendingId = schedulerJobId(schedulerId, previous)
-  for _, place in ipairs({ { delayedKey, "delayed" }, { prioritizedKey, "prioritized" } }) do
-    if not pendingState and redis.call("ZSCORE", place[1], pendingId) then
-      pendingKey, pendingState = place[1], place[2]
-    end
-  end
-  for _, place in ipairs({ { waitKey, "wait" }, { pausedKey, "paused" } }) do
-    if not pendingState and redis.call("LPOS", place[1], pendingId) then
-      pendingKey, pendingState = place[1], place[2]
-    end
-  end
+  pendingKey, pendingState = pendingIteration(prefix, currentId,
+    { delayedKey, prioritizedKey, waitKey, pausedKey })
 end
 
 -- 3. The next run, and its slot: an iteration's id is its time, so a job that holds the id (an
--- earlier run kept by its retention) takes the slot. An every scheduler tries the slots after
--- it, a pattern's is refused.
+-- earlier run kept by its retention, or the current one running) takes the slot. An every
+-- scheduler tries the slots after it, a pattern's is refused. An every scheduler whose period,
+-- offset and start are unchanged keeps its time: the pending iteration's, or the next after the
+-- current one.
 local runAt = nextMillis
 if every > 0 then
-  if pendingState and tonumber(stored.every) == every then
-    runAt = previous
+  if previous and tonumber(stored.every) == every and tonumber(stored.startDate) == startDate
+      and (offset == 0 or tonumber(stored.offset) == offset) then
     offset = tonumber(stored.offset) or offset
+    runAt = pendingState and previous or everyNextRun(previous, every, nowMillis, offset, 0)
   else
     runAt, offset = everyNextRun(nil, every, nowMillis, offset, startDate)
   end
@@ -396,8 +475,9 @@ if pendingState then
   iterations = iterations - 1 -- the one replaced does not count
 end
 local ended = (limit > 0 and iterations >= limit) or (endDate > 0 and runAt > endDate)
+-- The iteration being replaced frees its slot; one that runs on holds it, as any job does.
 local function taken(id)
-  return id ~= pendingId and redis.call("EXISTS", prefix .. id) == 1
+  return not (pendingState and id == currentId) and redis.call("EXISTS", prefix .. id) == 1
 end
 if not ended and taken(schedulerJobId(schedulerId, runAt)) then
   if every == 0 then
@@ -415,13 +495,7 @@ end
 
 -- 4. The writes: the iteration replaced goes, the settings are stored, and the next one added.
 if pendingState then
-  if pendingState == "wait" or pendingState == "paused" then
-    redis.call("LREM", pendingKey, 0, pendingId)
-  else
-    redis.call("ZREM", pendingKey, pendingId)
-  end
-  removeJobKeys(prefix, pendingId)
-  emitEvent(eventsKey, metaKey, "removed", pendingId, "prev", pendingState)
+  removePendingIteration(prefix, currentId, pendingKey, pendingState, eventsKey, metaKey)
 end
 local jobId = ""
 if not ended then

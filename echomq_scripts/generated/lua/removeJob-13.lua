@@ -2,7 +2,8 @@
 --- Its parent stops waiting for it (and goes on when nothing else holds it). With
 --- remove_children, its children go too, and theirs, to any depth: pending, completed and
 --- failed alike. A job a worker holds (its lock exists), or with a descendant held, is refused
---- with 0; the pending iteration of a job scheduler answers -8 (remove the scheduler instead).
+--- with 0; a job scheduler's current iteration, or a descendant that is one, answers -8 (remove
+--- the scheduler instead).
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key paused            `emq:{q}:paused`            the paused list
 --- @key active            `emq:{q}:active`            the active list
@@ -22,24 +23,28 @@
 ---     held by a worker
 --- @error -1 JobNotExist
 --- @error -8 JobBelongsToJobScheduler
+-- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
+-- id becomes part of key names (emq:{q}:<id>, emq:{q}:<id>:lock, ...), so it may not hold ":"
+-- (job "7:lock" would be job 7's lock) or a brace (the key's hash tag stays the queue's), and it
+-- may not be the name of one of the queue's own keys (job "wait" would make emq:{q}:wait a hash).
+-- No reserved name holds a space, so a space ends the search's words.
+local RESERVED_JOB_IDS = " wait paused active delayed prioritized completed failed waiting-children stalled events meta id pc limiter marker metrics de dn token repeat "
+
+-- Refuses a custom id that breaks the rule, naming it: `what` is "job id" or "parent id".
+local function checkJobId(jobId, what)
+  if string.find(jobId, "[{}:]") then
+    error(what .. " '" .. jobId .. "' contains '{', '}' or ':', which would make its keys another's")
+  end
+  if not string.find(jobId, " ", 1, true)
+      and string.find(RESERVED_JOB_IDS, " " .. jobId .. " ", 1, true) then
+    error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
+  end
+end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (10000 when unset).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
-end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
--- Releases the deduplication id that a job being removed held (`dedupId`, its "deid" field, or
--- nil), TTL or not, unless another job holds it by now; an add kept for when it finished
--- (keepLastIfActive) goes with it.
-local function releaseDedupId(prefix, jobId, dedupId)
-  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId, prefix .. "dn:" .. dedupId)
-  end
 end
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
 -- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
@@ -91,6 +96,11 @@ local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, marker
   end
   return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
 end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
+end
 
 -- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
 -- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
@@ -112,6 +122,28 @@ local function releaseParent(waitingChildrenKey, parentId, whenDone)
   enqueueReadyJob(prefix .. "wait", prefix .. "paused", prefix .. "prioritized", prefix .. "pc",
     prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
   emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
+end
+
+-- A job taken away (removed, or replaced) leaves its parent's records of children pending or
+-- failed (`parentKey`, the job's "parentKey" field, or nil), and the parent goes on when nothing
+-- else holds it. A parent that is gone is left alone.
+local function leaveParent(prefix, jobKey, parentKey)
+  if not parentKey or redis.call("EXISTS", parentKey) == 0 then
+    return
+  end
+  local pending = redis.call("SREM", parentKey .. ":dependencies", jobKey)
+  local failed = redis.call("ZREM", parentKey .. ":unsuccessful", jobKey)
+  if pending + failed > 0 then
+    releaseParent(prefix .. "waiting-children", string.sub(parentKey, #prefix + 1), true)
+  end
+end
+-- Releases the deduplication id that a job being removed held (`dedupId`, its "deid" field, or
+-- nil), TTL or not, unless another job holds it by now; an add kept for when it finished
+-- (keepLastIfActive) goes with it.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId, prefix .. "dn:" .. dedupId)
+  end
 end
 -- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
 -- :processed, :failed (ignored children) and :unsuccessful (failed children).
@@ -135,17 +167,24 @@ local stalledKey, eventsKey, metaKey, schedulersKey, jobKey = KEYS[9], KEYS[10],
   KEYS[12], KEYS[13]
 local jobId, removeChildren = ARGV[1], ARGV[2] == "1"
 
-local stored = redis.call("HMGET", jobKey, "rjk", "parentKey")
+local prefix = queuePrefix(waitingChildrenKey)
+-- A runtime that builds the key itself must build it for this id: the script deletes by both.
+checkJobId(jobId, "job id")
+if jobKey ~= prefix .. jobId then
+  error("key " .. jobKey .. " is not the key of job '" .. jobId .. "'")
+end
 if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
-if stored[1] then
-  local millis = redis.call("ZSCORE", schedulersKey, stored[1])
-  if millis and schedulerJobId(stored[1], millis) == jobId then
-    return -8
-  end
+local parentKey = redis.call("HGET", jobKey, "parentKey") or nil
+
+-- Whether a job is a scheduler's current iteration: removing it would leave the scheduler
+-- nothing to move on from.
+local function schedulersOwn(id)
+  local schedulerId = redis.call("HGET", prefix .. id, "rjk")
+  local millis = schedulerId and redis.call("ZSCORE", schedulersKey, schedulerId)
+  return millis and schedulerJobId(schedulerId, millis) == id
 end
-local prefix = queuePrefix(waitingChildrenKey)
 
 -- The jobs to remove, the job first, then its descendants breadth first (no recursion: a tree of
 -- any depth), each once. All are checked before the first is removed.
@@ -155,6 +194,9 @@ local head = 1
 while head <= #doomed do
   local id = doomed[head]
   head = head + 1
+  if schedulersOwn(id) then
+    return -8
+  end
   if redis.call("EXISTS", prefix .. id .. ":lock") == 1 then
     return 0
   end
@@ -205,12 +247,5 @@ for _, id in ipairs(doomed) do
 end
 
 -- Last, the parent outside the removed tree: it no longer waits for the job, pending or failed.
-local parentKey = stored[2]
-if parentKey and redis.call("EXISTS", parentKey) == 1 then
-  local removedPending = redis.call("SREM", parentKey .. ":dependencies", jobKey)
-  local removedFailed = redis.call("ZREM", parentKey .. ":unsuccessful", jobKey)
-  if removedPending + removedFailed > 0 then
-    releaseParent(waitingChildrenKey, string.sub(parentKey, #prefix + 1), true)
-  end
-end
+leaveParent(prefix, jobKey, parentKey)
 return 1

@@ -1,6 +1,7 @@
 --- Schedules a job scheduler's next iteration once its current one was picked up: the worker
 --- that picked it calls this with the job's id, and only the current iteration moves the
---- scheduler on, so workers that race, or a call sent twice, schedule one job. An every
+--- scheduler on, so workers that race, or a call sent twice, schedule one job; one still
+--- waiting to be picked up moves nothing. An every
 --- scheduler's next run is a period after the current one (or the next slot after now, when
 --- runs were missed); a pattern's is next_millis, as the caller computed it. Nothing runs past
 --- the limit or the end date.
@@ -94,13 +95,13 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   return "wait"
 end
 
--- Puts a job just created where an add puts it, with the add's event: to delayed when it has a
--- `delay` (due at `runAt`, workers woken for then), else to prioritized with a `priority`, else to
--- wait, or paused while the queue is `paused`. `keys` are the queue's wait, paused, delayed,
--- prioritized, pc, marker, events and meta keys, in that order.
+-- Puts a job just created where an add puts it, with the add's event: to delayed when it is due
+-- at `runAt` (nil for now; `delay` the ms it was given), workers woken for then, else to
+-- prioritized with a `priority`, else to wait, or paused while the queue is `paused`. `keys` are
+-- the queue's wait, paused, delayed, prioritized, pc, marker, events and meta keys, in that order.
 local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
   local markerKey, eventsKey, metaKey = keys[6], keys[7], keys[8]
-  if delay > 0 then
+  if runAt then
     redis.call("ZADD", keys[3], runAt, jobId)
     signalWork(markerKey, runAt)
     emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", delay, "runAt", runAt)
@@ -136,7 +137,7 @@ local function addSchedulerJob(keys, prefix, schedulerId, runAt, now, name, data
     fields[#fields + 1], fields[#fields + 2] = "priority", priority
   end
   createJob(prefix .. "id", prefix, jobId, name, data, opts, now, "", {}, fields, nil)
-  enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
+  enqueueNewJob(keys, jobId, name, delay, delay > 0 and runAt or nil, priority, paused)
   return jobId
 end
 -- When an `every` scheduler runs next, in ms, and its offset: the place of its runs within each
@@ -206,6 +207,28 @@ end
 local function nowArg(value)
   return digitsArg(value, "now", 0)
 end
+-- Where a job scheduler's iteration `jobId` waits to run for the first time: the key and the name
+-- of the state that holds it, or nil when it is not waiting, or has run already (it has
+-- processedOn: picked up, then back for a retry). `places` are the queue's delayed, prioritized,
+-- wait and paused keys, in that order. Only a pending iteration is replaced, or removed with its
+-- scheduler; one that ran is a job's own.
+local function pendingIteration(prefix, jobId, places)
+  if redis.call("HEXISTS", prefix .. jobId, "processedOn") == 1 then
+    return nil
+  end
+  local names = { "delayed", "prioritized", "wait", "paused" }
+  for i = 1, 2 do
+    if redis.call("ZSCORE", places[i], jobId) then
+      return places[i], names[i]
+    end
+  end
+  for i = 3, 4 do
+    if redis.call("LPOS", places[i], jobId) then
+      return places[i], names[i]
+    end
+  end
+  return nil
+end
 -- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
 -- from it, so they carry the queue's hash tag and land on its Cluster slot.
 local function queuePrefix(key)
@@ -220,8 +243,11 @@ local schedulerId, jobId, now = ARGV[1], ARGV[2], ARGV[3]
 local nowMillis = nowArg(now)
 local nextMillis = intArg(ARGV[4], "next_millis", 0)
 
+local prefix = queuePrefix(schedulersKey)
 local current = redis.call("ZSCORE", schedulersKey, schedulerId)
-if not current or schedulerJobId(schedulerId, current) ~= jobId then
+-- Only the current iteration, once picked up, moves the scheduler on: not one still waiting.
+if not current or schedulerJobId(schedulerId, current) ~= jobId
+    or pendingIteration(prefix, jobId, { delayedKey, prioritizedKey, waitKey, pausedKey }) then
   return ""
 end
 current = tonumber(current)
@@ -241,12 +267,12 @@ if (limit > 0 and iterations >= limit) or (endDate > 0 and runAt > endDate) then
   return ""
 end
 local nextId = schedulerJobId(schedulerId, runAt)
-if redis.call("EXISTS", queuePrefix(schedulersKey) .. nextId) == 1 then
+if redis.call("EXISTS", prefix .. nextId) == 1 then
   emitEvent(eventsKey, metaKey, "duplicated", nextId)
   return ""
 end
 addSchedulerJob({ waitKey, pausedKey, delayedKey, prioritizedKey, pcKey, markerKey, eventsKey,
-  metaKey }, queuePrefix(schedulersKey), schedulerId, runAt, now, stored[6], stored[7], stored[8],
+  metaKey }, prefix, schedulerId, runAt, now, stored[6], stored[7], stored[8],
   tonumber(stored[9]) or 0, redis.call("HEXISTS", metaKey, "paused") == 1)
 redis.call("HSET", schedulerKey, "ic", tostring(iterations + 1))
 redis.call("ZADD", schedulersKey, runAt, schedulerId)
