@@ -28,6 +28,7 @@
 ---     (0 when it existed or was deduplicated)
 --- @error -5 ParentJobNotExist
 --- @error -7 ParentJobCannotBeReplaced
+--- @error -8 JobBelongsToJobScheduler
 --- @include "includes/checkJobArgs"
 --- @include "includes/checkJobId"
 --- @include "includes/createJob"
@@ -126,7 +127,8 @@ for _, node in ipairs(nodes) do
     node.skipped = "deduplicated"
   elseif node.key and redis.call("EXISTS", node.key) == 1 then
     node.exists = true
-    local stored = redis.call("HMGET", node.key, "parentKey", "returnvalue", "failedReason", "opts")
+    local stored = redis.call("HMGET", node.key, "parentKey", "returnvalue", "failedReason", "opts",
+      "rjk")
     node.storedParent = stored[1] or nil
     if above or rootParentKey then
       -- The parent the flow names for it: nil when that one is a new job without a custom id.
@@ -134,7 +136,10 @@ for _, node in ipairs(nodes) do
       if above then
         named = above.key
       end
-      if not node.storedParent or redis.call("EXISTS", node.storedParent) == 0 then
+      if stored[5] then
+        -- A job scheduler's iteration is the scheduler's: it joins no flow.
+        return -8
+      elseif not node.storedParent or redis.call("EXISTS", node.storedParent) == 0 then
         -- It joins. What it finished with is read now: once the writes begin, a parent that a
         -- failed joiner fails may remove it by its retention before its own turn comes.
         node.joins = true

@@ -37,10 +37,10 @@
 --- @include "includes/addSchedulerJob"
 --- @include "includes/checkJobArgs"
 --- @include "includes/checkJobId"
+--- @include "includes/digitsArg"
 --- @include "includes/everyNextRun"
---- @include "includes/intArg"
---- @include "includes/queuePrefix"
 --- @include "includes/pendingIteration"
+--- @include "includes/queuePrefix"
 --- @include "includes/removePendingIteration"
 --- @include "includes/schedulerJobId"
 
@@ -49,14 +49,16 @@ local schedulersKey, schedulerKey, waitKey, pausedKey, delayedKey = KEYS[1], KEY
 local prioritizedKey, pcKey, metaKey, eventsKey, markerKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9],
   KEYS[10]
 local schedulerId, now, pattern, tz = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
-local every = intArg(ARGV[3], "every", 0)
-local nextMillis = intArg(ARGV[6], "next_millis", 0)
-local limit = intArg(ARGV[7], "limit", 0)
-local startDate = intArg(ARGV[8], "start_date", 0)
-local endDate = intArg(ARGV[9], "end_date", 0)
-local offset = intArg(ARGV[10], "offset", 0)
+-- The settings are stored as the caller sent them, decimal digits: a Lua number handed to Redis
+-- is printed again, which costs more than the check.
+local every = digitsArg(ARGV[3], "every", 0)
+local nextMillis = digitsArg(ARGV[6], "next_millis", 0)
+local limit = digitsArg(ARGV[7], "limit", 0)
+local startDate = digitsArg(ARGV[8], "start_date", 0)
+local endDate = digitsArg(ARGV[9], "end_date", 0)
+local offset = digitsArg(ARGV[10], "offset", 0)
 local name, data, opts = ARGV[11], ARGV[12], ARGV[13]
-local priority = intArg(ARGV[14], "priority", 0, 2097151)
+local priority = digitsArg(ARGV[14], "priority", 0, 2097151)
 
 -- 1. The settings, refused before anything is written.
 checkJobId(schedulerId, "scheduler id")
@@ -72,11 +74,12 @@ end
 if every > 0 and offset >= every then
   error("offset must be less than every, got " .. offset .. " and " .. every)
 end
-local settings = {
-  "name", name, "data", data, "opts", opts, "priority", tostring(priority), "every",
-  tostring(every), "pattern", pattern, "tz", tz, "limit", tostring(limit), "startDate",
-  tostring(startDate), "endDate", tostring(endDate),
-}
+-- Each setting with the value that stands for none: a field at it is not stored (a hash of
+-- fewer fields costs the server less to write), and reads as it.
+local SETTINGS = { "name", "data", "opts", "priority", "every", "pattern", "tz", "limit",
+  "startDate", "endDate" }
+local NONE = { false, "{}", "{}", "0", "0", "", "", "0", "0", "0" }
+local settings = { name, data, opts, ARGV[14], ARGV[3], pattern, tz, ARGV[7], ARGV[8], ARGV[9] }
 
 -- 2. What there is: the scheduler's settings and its current iteration. The same settings
 -- change nothing while that iteration lives (waits, or runs: its worker schedules the next);
@@ -93,11 +96,11 @@ if previous then
     stored[flat[i]] = flat[i + 1]
   end
   local same = true
-  for i = 1, #settings, 2 do
-    same = same and stored[settings[i]] == settings[i + 1]
+  for i = 1, #SETTINGS do
+    same = same and (stored[SETTINGS[i]] or NONE[i]) == settings[i]
   end
   -- The offset given, or none: the one stored was found from the first run.
-  same = same and (offset == 0 or tonumber(stored.offset) == offset)
+  same = same and (offset == 0 or (tonumber(stored.offset) or 0) == offset)
   local live = redis.call("EXISTS", prefix .. currentId) == 1
     and not redis.call("ZSCORE", prefix .. "completed", currentId)
     and not redis.call("ZSCORE", prefix .. "failed", currentId)
@@ -115,8 +118,9 @@ end
 -- current one.
 local runAt = nextMillis
 if every > 0 then
-  if previous and tonumber(stored.every) == every and tonumber(stored.startDate) == startDate
-      and (offset == 0 or tonumber(stored.offset) == offset) then
+  if previous and tonumber(stored.every) == every
+      and (tonumber(stored.startDate) or 0) == startDate
+      and (offset == 0 or (tonumber(stored.offset) or 0) == offset) then
     offset = tonumber(stored.offset) or offset
     runAt = pendingState and previous or everyNextRun(previous, every, nowMillis, offset, 0)
   else
@@ -128,21 +132,22 @@ if pendingState then
   iterations = iterations - 1 -- the one replaced does not count
 end
 local ended = (limit > 0 and iterations >= limit) or (endDate > 0 and runAt > endDate)
--- The iteration being replaced frees its slot; one that runs on holds it, as any job does.
-local function taken(id)
-  return not (pendingState and id == currentId) and redis.call("EXISTS", prefix .. id) == 1
-end
-if not ended and taken(schedulerJobId(schedulerId, runAt)) then
+-- A slot is taken by a job that holds its id, but for the iteration being replaced, which frees
+-- it; one that runs on holds it, as any job does. An every scheduler tries 32 slots after its
+-- own.
+local scanned = 0
+while not ended do
+  local id = schedulerJobId(schedulerId, runAt)
+  if (pendingState and id == currentId) or redis.call("EXISTS", prefix .. id) == 0 then
+    break
+  end
   if every == 0 then
     return -10
   end
-  local scanned = 0
-  repeat
-    runAt, scanned = runAt + every, scanned + 1
-  until scanned == 32 or not taken(schedulerJobId(schedulerId, runAt))
-  if taken(schedulerJobId(schedulerId, runAt)) then
+  if scanned == 32 then
     return -11
   end
+  runAt, scanned = runAt + every, scanned + 1
   ended = endDate > 0 and runAt > endDate
 end
 
@@ -159,8 +164,18 @@ if not ended then
 elseif previous and not pendingState then
   runAt = previous -- nothing more runs: the scheduler keeps the time of its last run
 end
-redis.call("DEL", schedulerKey)
-redis.call("HSET", schedulerKey, "offset", tostring(offset), "ic", tostring(iterations),
-  unpack(settings))
-redis.call("ZADD", schedulersKey, runAt, schedulerId)
+if previous then
+  redis.call("DEL", schedulerKey) -- fields a setting no longer has go with the old ones
+end
+local fields = { "ic", string.format("%d", iterations) }
+if offset > 0 then
+  fields[#fields + 1], fields[#fields + 2] = "offset", string.format("%d", offset)
+end
+for i = 1, #SETTINGS do
+  if settings[i] ~= NONE[i] then
+    fields[#fields + 1], fields[#fields + 2] = SETTINGS[i], settings[i]
+  end
+end
+redis.call("HSET", schedulerKey, unpack(fields))
+redis.call("ZADD", schedulersKey, string.format("%d", runAt), schedulerId)
 return { jobId, runAt }

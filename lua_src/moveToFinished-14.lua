@@ -118,6 +118,8 @@ end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
 local attemptsMade = (tonumber(stored[4]) or 0) + 1
+-- "%d": redis.call would print the number as a float, which costs the server more.
+local attemptsText = string.format("%d", attemptsMade)
 if redis.call("LREM", activeKey, "-1", jobId) == 0 then
   return -3
 end
@@ -129,14 +131,14 @@ local retryAt = nil
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
-  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace", stacktrace,
+  redis.call("HSET", jobKey, "atm", attemptsText, "failedReason", result, "stacktrace", stacktrace,
     "delay", delay)
   went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", result, "finishedOn", nowText)
+    redis.call("HSET", jobKey, "atm", attemptsText, "returnvalue", result, "finishedOn", nowText)
   else
-    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace",
+    redis.call("HSET", jobKey, "atm", attemptsText, "failedReason", result, "stacktrace",
       stacktrace, "finishedOn", nowText)
   end
   redis.call("ZADD", finishedKey, nowText, jobId)

@@ -69,8 +69,8 @@ if redis.call("EXISTS", prefix .. nextId) == 1 then
   return ""
 end
 addSchedulerJob({ waitKey, pausedKey, delayedKey, prioritizedKey, pcKey, markerKey, eventsKey,
-  metaKey }, prefix, schedulerId, runAt, now, stored[6], stored[7], stored[8],
+  metaKey }, prefix, schedulerId, runAt, now, stored[6], stored[7] or "{}", stored[8] or "{}",
   tonumber(stored[9]) or 0, redis.call("HEXISTS", metaKey, "paused") == 1)
-redis.call("HSET", schedulerKey, "ic", tostring(iterations + 1))
-redis.call("ZADD", schedulersKey, runAt, schedulerId)
+redis.call("HSET", schedulerKey, "ic", string.format("%d", iterations + 1))
+redis.call("ZADD", schedulersKey, string.format("%d", runAt), schedulerId)
 return nextId

@@ -344,29 +344,24 @@ def test_new_settings_while_the_iteration_runs_leave_it_its_slot(q: Queue) -> No
     assert schedule_next(q.r, q.name, first, {"rjk": "s"}, now=NOW) == ""
 
 
-def test_removing_a_scheduler_frees_a_flow_that_waited_for_its_iteration(q: Queue) -> None:
-    """A flow named the pending iteration's id as a child (it joined): removing the scheduler
-    takes the iteration out of the parent's pending children, and the parent goes on."""
+def test_a_scheduler_iteration_joins_no_flow_minus_8(q: Queue) -> None:
+    """A flow that names a pending iteration's id as a child is refused: the iteration is its
+    scheduler's, which may replace or remove it."""
     pending, _ = upsert(q, every=EVERY, start_date=NOW + EVERY)
-    q.add_flow(q.node("p", q.node(pending)))
-    assert q.check()["p"] == "waiting-children"
-    assert g.remove_job_scheduler(q.r, queue=q.name, scheduler_id="s") == 1
-    assert q.check() == {"p": "wait"}
+    with pytest.raises(errors.JobBelongsToJobScheduler):
+        q.add_flow(q.node("p", q.node(pending)))
+    assert q.check() == {pending: "delayed"}
+    # As a flow's own root, with no parent named, it is a duplicate as any existing job.
+    assert q.add_flow(q.node(pending)).added == 0
 
 
 def test_a_scheduler_whose_iteration_is_gone_is_scheduled_again_by_the_same_upsert(
     q: Queue,
 ) -> None:
-    """Its iteration went with a flow removed whole (-8 keeps removeJob from it): here, as a
-    runtime could, it is deleted by hand. The same upsert then schedules the next run."""
+    """Its iteration deleted by hand, as a runtime could: the same upsert schedules the next."""
     first, _ = upsert(q, every=EVERY, start_date=NOW + EVERY)
-    q.add_flow(q.node("p", q.node(first)))
-    with pytest.raises(errors.JobBelongsToJobScheduler):
-        g.remove_job(q.r, queue=q.name, job_id="p", remove_children=True)
-    assert q.check() == {"p": "waiting-children", first: "delayed"}
     q.r.delete(q.key(first))
     q.r.zrem(q.key("delayed"), first)
-    q.r.srem(q.key("p:dependencies"), q.key(first))
     q.check()
     assert upsert(q, every=EVERY, start_date=NOW + EVERY) == (
         iteration("s", NOW + 2 * EVERY),

@@ -138,10 +138,30 @@ class Scheduler:
     settings: dict[str, str]  # name, data, opts, priority, every, pattern, tz, limit, dates
     offset: int
     iterations: int  # "ic"
-    next: int  # the score: the pending iteration's run, or the last one's once it has ended
+    next: int  # the score: the current iteration's run, or the last one's once it has ended
 
     def fields(self) -> dict[str, str]:
-        return {**self.settings, "offset": str(self.offset), "ic": str(self.iterations)}
+        """The hash: a setting at its default, and an offset of 0, are not stored."""
+        stored = {k: v for k, v in self.settings.items() if SETTING_DEFAULTS.get(k) != v}
+        offset = {"offset": str(self.offset)} if self.offset else {}
+        return {**stored, **offset, "ic": str(self.iterations)}
+
+    def setting(self, name: str) -> str:
+        return self.settings.get(name, SETTING_DEFAULTS.get(name, ""))
+
+
+SETTING_DEFAULTS = {
+    "data": "{}",
+    "opts": "{}",
+    "priority": "0",
+    "every": "0",
+    "pattern": "",
+    "tz": "",
+    "limit": "0",
+    "startDate": "0",
+    "endDate": "0",
+}
+"""A scheduler's settings that stand for none: addJobScheduler-10 does not store them."""
 
 
 def iteration_id(scheduler_id: str, run_at: int) -> str:
@@ -419,6 +439,8 @@ class QueueModel:
                 named = (above.job.job_id or None) if above is not None else (parent_id or None)
                 if above is not None or parent_id:
                     # A parent that is gone (removed by retention) counts as none.
+                    if existing.scheduler is not None:
+                        return -8
                     if existing.parent is None or existing.parent not in self.jobs:
                         node.joins = True
                         if existing.state == "completed":
@@ -1059,7 +1081,7 @@ class QueueModel:
                 listed.remove(job_id)
         self.delayed.pop(job_id, None)
         self.prioritized.pop(job_id, None)
-        self._leave_parent(self.jobs.pop(job_id))
+        del self.jobs[job_id]  # an iteration has no parent: it joins no flow
         self._emit("removed", job_id, "prev", state)
 
     def _leave_parent(self, job: Job) -> None:
@@ -1085,7 +1107,10 @@ class QueueModel:
         current_id, pending = None, None
         if stored is not None:
             current_id = iteration_id(scheduler_id, stored.next)
-            same = stored.settings == settings and offset in (0, stored.offset)
+            same = (
+                stored.fields() == Scheduler(settings, stored.offset, stored.iterations, 0).fields()
+            )
+            same = same and offset in (0, stored.offset)
             live = current_id in self.jobs and self.jobs[current_id].state not in (
                 "completed",
                 "failed",
@@ -1097,8 +1122,8 @@ class QueueModel:
         if every > 0:
             if (
                 stored is not None
-                and int(stored.settings["every"]) == every
-                and int(stored.settings["startDate"]) == start
+                and int(stored.setting("every")) == every
+                and int(stored.setting("startDate")) == start
                 and offset in (0, stored.offset)
             ):
                 offset = stored.offset
@@ -1113,20 +1138,16 @@ class QueueModel:
             iterations -= 1
         ended = (limit > 0 and iterations >= limit) or (end > 0 and run_at > end)
 
-        def taken(run: int) -> bool:
-            found = iteration_id(scheduler_id, run)
-            return not (pending and found == current_id) and found in self.jobs
-
-        if not ended and taken(run_at):
+        scanned = 0
+        while not ended:
+            found = iteration_id(scheduler_id, run_at)
+            if (pending and found == current_id) or found not in self.jobs:
+                break
             if every == 0:
                 return -10
-            scanned = 0
-            while True:
-                run_at, scanned = run_at + every, scanned + 1
-                if scanned == 32 or not taken(run_at):
-                    break
-            if taken(run_at):
+            if scanned == 32:
                 return -11
+            run_at, scanned = run_at + every, scanned + 1
             ended = end > 0 and run_at > end
         if pending and current_id is not None:
             self._drop_iteration(current_id, pending)
@@ -1149,8 +1170,8 @@ class QueueModel:
             return ""
         if self._pending_iteration(job_id):
             return ""
-        every = int(scheduler.settings["every"])
-        limit, end = int(scheduler.settings["limit"]), int(scheduler.settings["endDate"])
+        every = int(scheduler.setting("every"))
+        limit, end = int(scheduler.setting("limit")), int(scheduler.setting("endDate"))
         run_at = next_millis
         if every > 0:
             run_at, _ = every_next_run(scheduler.next, every, now, scheduler.offset, 0)

@@ -28,6 +28,7 @@
 ---     (0 when it existed or was deduplicated)
 --- @error -5 ParentJobNotExist
 --- @error -7 ParentJobCannotBeReplaced
+--- @error -8 JobBelongsToJobScheduler
 -- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
 -- id becomes part of key names (emq:{q}:<id>, emq:{q}:<id>:lock, ...), so it may not hold ":"
 -- (job "7:lock" would be job 7's lock) or a brace (the key's hash tag stays the queue's), and it
@@ -66,15 +67,15 @@ local function intArg(value, name, low, high)
 end
 
 -- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
--- reads, and only after the script's first write; and a number handed to redis.call costs a
--- conversion to text. Returns the number, for sums.
-local function digitsArg(value, name, low)
+-- decimal digits only, from `low` up to `high` (nil: 2^53 - 1). Redis would refuse the text " 5"
+-- that tonumber reads, and only after the script's first write; and a number handed to
+-- redis.call costs a conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low, high)
   if not string.find(value, "^%d+$") then
-    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
-      .. value .. "'")
+    error(name .. " must be an integer from " .. low .. " to "
+      .. (high and tostring(high) or "2^53 - 1") .. " in decimal digits, got '" .. value .. "'")
   end
-  return intArg(value, name, low)
+  return intArg(value, name, low, high)
 end
 
 -- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
@@ -150,7 +151,8 @@ local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId
   local jobId = customId
   if jobId == "" then
     repeat
-      jobId = tostring(redis.call("INCR", idKey))
+      -- "%d": tostring prints a Lua number as a float, which costs the server more.
+      jobId = string.format("%d", redis.call("INCR", idKey))
     until redis.call("EXISTS", prefix .. jobId) == 0 and not (reserved and reserved[jobId])
   end
   local fields = {
@@ -168,9 +170,14 @@ local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId
   return jobId
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
+-- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  -- Handed to XADD as the text it is: a Lua number is printed again by redis.call, which costs
+  -- the server more than the whole check (make bench).
+  local maxEvents = redis.call("HGET", metaKey, "max-events")
+  if not maxEvents or not string.find(maxEvents, "^%d+$") then
+    maxEvents = "10000"
+  end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
@@ -557,7 +564,8 @@ for _, node in ipairs(nodes) do
     node.skipped = "deduplicated"
   elseif node.key and redis.call("EXISTS", node.key) == 1 then
     node.exists = true
-    local stored = redis.call("HMGET", node.key, "parentKey", "returnvalue", "failedReason", "opts")
+    local stored = redis.call("HMGET", node.key, "parentKey", "returnvalue", "failedReason", "opts",
+      "rjk")
     node.storedParent = stored[1] or nil
     if above or rootParentKey then
       -- The parent the flow names for it: nil when that one is a new job without a custom id.
@@ -565,7 +573,10 @@ for _, node in ipairs(nodes) do
       if above then
         named = above.key
       end
-      if not node.storedParent or redis.call("EXISTS", node.storedParent) == 0 then
+      if stored[5] then
+        -- A job scheduler's iteration is the scheduler's: it joins no flow.
+        return -8
+      elseif not node.storedParent or redis.call("EXISTS", node.storedParent) == 0 then
         -- It joins. What it finished with is read now: once the writes begin, a parent that a
         -- failed joiner fails may remove it by its retention before its own turn comes.
         node.joins = true

@@ -43,7 +43,8 @@ local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId
   local jobId = customId
   if jobId == "" then
     repeat
-      jobId = tostring(redis.call("INCR", idKey))
+      -- "%d": tostring prints a Lua number as a float, which costs the server more.
+      jobId = string.format("%d", redis.call("INCR", idKey))
     until redis.call("EXISTS", prefix .. jobId) == 0 and not (reserved and reserved[jobId])
   end
   local fields = {
@@ -61,9 +62,14 @@ local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId
   return jobId
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
+-- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  -- Handed to XADD as the text it is: a Lua number is printed again by redis.call, which costs
+  -- the server more than the whole check (make bench).
+  local maxEvents = redis.call("HGET", metaKey, "max-events")
+  if not maxEvents or not string.find(maxEvents, "^%d+$") then
+    maxEvents = "10000"
+  end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
@@ -189,15 +195,15 @@ local function intArg(value, name, low, high)
 end
 
 -- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
--- reads, and only after the script's first write; and a number handed to redis.call costs a
--- conversion to text. Returns the number, for sums.
-local function digitsArg(value, name, low)
+-- decimal digits only, from `low` up to `high` (nil: 2^53 - 1). Redis would refuse the text " 5"
+-- that tonumber reads, and only after the script's first write; and a number handed to
+-- redis.call costs a conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low, high)
   if not string.find(value, "^%d+$") then
-    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
-      .. value .. "'")
+    error(name .. " must be an integer from " .. low .. " to "
+      .. (high and tostring(high) or "2^53 - 1") .. " in decimal digits, got '" .. value .. "'")
   end
-  return intArg(value, name, low)
+  return intArg(value, name, low, high)
 end
 
 -- The caller's clock, in ms: decimal digits, as Redis reads it. Returns the number.
@@ -295,11 +301,6 @@ local function everyNextRun(previous, every, now, offset, startDate)
   end
   return nextRun, offset
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
 -- Where a job scheduler's iteration `jobId` waits to run for the first time: the key and the name
 -- of the state that holds it, or nil when it is not waiting, or has run already (it has
 -- processedOn: picked up, then back for a retry). `places` are the queue's delayed, prioritized,
@@ -322,52 +323,10 @@ local function pendingIteration(prefix, jobId, places)
   end
   return nil
 end
-
--- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
--- the state it went to.
-local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-    paused)
-  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
-  if priority > 0 then
-    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
-  end
-  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
-end
-
--- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
--- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
--- child is pending and none is recorded in :unsuccessful (a child that failed without a policy
--- that lets the parent go on holds it). A parent that is not in waiting-children (active, or
--- removed) stays where it is. The other keys are built from the prefix: the scripts that release
--- a parent do not all take them in KEYS.
-local function releaseParent(waitingChildrenKey, parentId, whenDone)
-  local prefix = queuePrefix(waitingChildrenKey)
-  local parentKey = prefix .. parentId
-  if whenDone and (redis.call("SCARD", parentKey .. ":dependencies") > 0
-      or redis.call("EXISTS", parentKey .. ":unsuccessful") == 1) then
-    return
-  end
-  if redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
-    return
-  end
-  local metaKey = prefix .. "meta"
-  enqueueReadyJob(prefix .. "wait", prefix .. "paused", prefix .. "prioritized", prefix .. "pc",
-    prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
-  emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
-end
-
--- A job taken away (removed, or replaced) leaves its parent's records of children pending or
--- failed (`parentKey`, the job's "parentKey" field, or nil), and the parent goes on when nothing
--- else holds it. A parent that is gone is left alone.
-local function leaveParent(prefix, jobKey, parentKey)
-  if not parentKey or redis.call("EXISTS", parentKey) == 0 then
-    return
-  end
-  local pending = redis.call("SREM", parentKey .. ":dependencies", jobKey)
-  local failed = redis.call("ZREM", parentKey .. ":unsuccessful", jobKey)
-  if pending + failed > 0 then
-    releaseParent(prefix .. "waiting-children", string.sub(parentKey, #prefix + 1), true)
-  end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
+-- from it, so they carry the queue's hash tag and land on its Cluster slot.
+local function queuePrefix(key)
+  return string.match(key, "^(.*:)[^:]*$")
 end
 -- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
 -- :processed, :failed (ignored children) and :unsuccessful (failed children).
@@ -378,15 +337,14 @@ local function removeJobKeys(prefix, jobId)
 end
 
 -- Removes a job scheduler's pending iteration `jobId` from `stateKey` (the state `state` that
--- pendingIteration found), with its keys, from its parent's records (a flow may have named its id
--- as a child), and appends `removed`.
+-- pendingIteration found), with its keys, and appends `removed`. An iteration has no parent: it
+-- joins no flow (addFlow-10 answers -8).
 local function removePendingIteration(prefix, jobId, stateKey, state, eventsKey, metaKey)
   if state == "wait" or state == "paused" then
     redis.call("LREM", stateKey, 0, jobId)
   else
     redis.call("ZREM", stateKey, jobId)
   end
-  leaveParent(prefix, prefix .. jobId, redis.call("HGET", prefix .. jobId, "parentKey") or nil)
   removeJobKeys(prefix, jobId)
   emitEvent(eventsKey, metaKey, "removed", jobId, "prev", state)
 end
@@ -396,14 +354,16 @@ local schedulersKey, schedulerKey, waitKey, pausedKey, delayedKey = KEYS[1], KEY
 local prioritizedKey, pcKey, metaKey, eventsKey, markerKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9],
   KEYS[10]
 local schedulerId, now, pattern, tz = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
-local every = intArg(ARGV[3], "every", 0)
-local nextMillis = intArg(ARGV[6], "next_millis", 0)
-local limit = intArg(ARGV[7], "limit", 0)
-local startDate = intArg(ARGV[8], "start_date", 0)
-local endDate = intArg(ARGV[9], "end_date", 0)
-local offset = intArg(ARGV[10], "offset", 0)
+-- The settings are stored as the caller sent them, decimal digits: a Lua number handed to Redis
+-- is printed again, which costs more than the check.
+local every = digitsArg(ARGV[3], "every", 0)
+local nextMillis = digitsArg(ARGV[6], "next_millis", 0)
+local limit = digitsArg(ARGV[7], "limit", 0)
+local startDate = digitsArg(ARGV[8], "start_date", 0)
+local endDate = digitsArg(ARGV[9], "end_date", 0)
+local offset = digitsArg(ARGV[10], "offset", 0)
 local name, data, opts = ARGV[11], ARGV[12], ARGV[13]
-local priority = intArg(ARGV[14], "priority", 0, 2097151)
+local priority = digitsArg(ARGV[14], "priority", 0, 2097151)
 
 -- 1. The settings, refused before anything is written.
 checkJobId(schedulerId, "scheduler id")
@@ -419,11 +379,12 @@ end
 if every > 0 and offset >= every then
   error("offset must be less than every, got " .. offset .. " and " .. every)
 end
-local settings = {
-  "name", name, "data", data, "opts", opts, "priority", tostring(priority), "every",
-  tostring(every), "pattern", pattern, "tz", tz, "limit", tostring(limit), "startDate",
-  tostring(startDate), "endDate", tostring(endDate),
-}
+-- Each setting with the value that stands for none: a field at it is not stored (a hash of
+-- fewer fields costs the server less to write), and reads as it.
+local SETTINGS = { "name", "data", "opts", "priority", "every", "pattern", "tz", "limit",
+  "startDate", "endDate" }
+local NONE = { false, "{}", "{}", "0", "0", "", "", "0", "0", "0" }
+local settings = { name, data, opts, ARGV[14], ARGV[3], pattern, tz, ARGV[7], ARGV[8], ARGV[9] }
 
 -- 2. What there is: the scheduler's settings and its current iteration. The same settings
 -- change nothing while that iteration lives (waits, or runs: its worker schedules the next);
@@ -440,11 +401,11 @@ if previous then
     stored[flat[i]] = flat[i + 1]
   end
   local same = true
-  for i = 1, #settings, 2 do
-    same = same and stored[settings[i]] == settings[i + 1]
+  for i = 1, #SETTINGS do
+    same = same and (stored[SETTINGS[i]] or NONE[i]) == settings[i]
   end
   -- The offset given, or none: the one stored was found from the first run.
-  same = same and (offset == 0 or tonumber(stored.offset) == offset)
+  same = same and (offset == 0 or (tonumber(stored.offset) or 0) == offset)
   local live = redis.call("EXISTS", prefix .. currentId) == 1
     and not redis.call("ZSCORE", prefix .. "completed", currentId)
     and not redis.call("ZSCORE", prefix .. "failed", currentId)
@@ -462,8 +423,9 @@ end
 -- current one.
 local runAt = nextMillis
 if every > 0 then
-  if previous and tonumber(stored.every) == every and tonumber(stored.startDate) == startDate
-      and (offset == 0 or tonumber(stored.offset) == offset) then
+  if previous and tonumber(stored.every) == every
+      and (tonumber(stored.startDate) or 0) == startDate
+      and (offset == 0 or (tonumber(stored.offset) or 0) == offset) then
     offset = tonumber(stored.offset) or offset
     runAt = pendingState and previous or everyNextRun(previous, every, nowMillis, offset, 0)
   else
@@ -475,21 +437,22 @@ if pendingState then
   iterations = iterations - 1 -- the one replaced does not count
 end
 local ended = (limit > 0 and iterations >= limit) or (endDate > 0 and runAt > endDate)
--- The iteration being replaced frees its slot; one that runs on holds it, as any job does.
-local function taken(id)
-  return not (pendingState and id == currentId) and redis.call("EXISTS", prefix .. id) == 1
-end
-if not ended and taken(schedulerJobId(schedulerId, runAt)) then
+-- A slot is taken by a job that holds its id, but for the iteration being replaced, which frees
+-- it; one that runs on holds it, as any job does. An every scheduler tries 32 slots after its
+-- own.
+local scanned = 0
+while not ended do
+  local id = schedulerJobId(schedulerId, runAt)
+  if (pendingState and id == currentId) or redis.call("EXISTS", prefix .. id) == 0 then
+    break
+  end
   if every == 0 then
     return -10
   end
-  local scanned = 0
-  repeat
-    runAt, scanned = runAt + every, scanned + 1
-  until scanned == 32 or not taken(schedulerJobId(schedulerId, runAt))
-  if taken(schedulerJobId(schedulerId, runAt)) then
+  if scanned == 32 then
     return -11
   end
+  runAt, scanned = runAt + every, scanned + 1
   ended = endDate > 0 and runAt > endDate
 end
 
@@ -506,8 +469,18 @@ if not ended then
 elseif previous and not pendingState then
   runAt = previous -- nothing more runs: the scheduler keeps the time of its last run
 end
-redis.call("DEL", schedulerKey)
-redis.call("HSET", schedulerKey, "offset", tostring(offset), "ic", tostring(iterations),
-  unpack(settings))
-redis.call("ZADD", schedulersKey, runAt, schedulerId)
+if previous then
+  redis.call("DEL", schedulerKey) -- fields a setting no longer has go with the old ones
+end
+local fields = { "ic", string.format("%d", iterations) }
+if offset > 0 then
+  fields[#fields + 1], fields[#fields + 2] = "offset", string.format("%d", offset)
+end
+for i = 1, #SETTINGS do
+  if settings[i] ~= NONE[i] then
+    fields[#fields + 1], fields[#fields + 2] = SETTINGS[i], settings[i]
+  end
+end
+redis.call("HSET", schedulerKey, unpack(fields))
+redis.call("ZADD", schedulersKey, string.format("%d", runAt), schedulerId)
 return { jobId, runAt }

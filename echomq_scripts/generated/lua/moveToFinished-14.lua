@@ -110,9 +110,14 @@ local function checkLock(lockKey, token)
   return 0
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
+-- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  -- Handed to XADD as the text it is: a Lua number is printed again by redis.call, which costs
+  -- the server more than the whole check (make bench).
+  local maxEvents = redis.call("HGET", metaKey, "max-events")
+  if not maxEvents or not string.find(maxEvents, "^%d+$") then
+    maxEvents = "10000"
+  end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
 -- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
@@ -146,7 +151,8 @@ local function createJob(idKey, prefix, customId, name, data, opts, now, dedupId
   local jobId = customId
   if jobId == "" then
     repeat
-      jobId = tostring(redis.call("INCR", idKey))
+      -- "%d": tostring prints a Lua number as a float, which costs the server more.
+      jobId = string.format("%d", redis.call("INCR", idKey))
     until redis.call("EXISTS", prefix .. jobId) == 0 and not (reserved and reserved[jobId])
   end
   local fields = {
@@ -377,15 +383,15 @@ local function intArg(value, name, low, high)
 end
 
 -- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
--- decimal digits only, from `low` up to 2^53 - 1. Redis would refuse the text " 5" that tonumber
--- reads, and only after the script's first write; and a number handed to redis.call costs a
--- conversion to text. Returns the number, for sums.
-local function digitsArg(value, name, low)
+-- decimal digits only, from `low` up to `high` (nil: 2^53 - 1). Redis would refuse the text " 5"
+-- that tonumber reads, and only after the script's first write; and a number handed to
+-- redis.call costs a conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low, high)
   if not string.find(value, "^%d+$") then
-    error(name .. " must be an integer from " .. low .. " to 2^53 - 1 in decimal digits, got '"
-      .. value .. "'")
+    error(name .. " must be an integer from " .. low .. " to "
+      .. (high and tostring(high) or "2^53 - 1") .. " in decimal digits, got '" .. value .. "'")
   end
-  return intArg(value, name, low)
+  return intArg(value, name, low, high)
 end
 -- An argument that must be one of the words given after `name`, as its header's enum(...) lists
 -- them: enumArg(ARGV[1], "action", "pause", "resume"). Returns the value. The words are compared
@@ -624,6 +630,8 @@ end
 local opts = jobOptions(stored[1])
 local parentKey, dedupId = stored[2], stored[3]
 local attemptsMade = (tonumber(stored[4]) or 0) + 1
+-- "%d": redis.call would print the number as a float, which costs the server more.
+local attemptsText = string.format("%d", attemptsMade)
 if redis.call("LREM", activeKey, "-1", jobId) == 0 then
   return -3
 end
@@ -635,14 +643,14 @@ local retryAt = nil
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
   local delay = backoffDelay(base, attemptsMade, jitter)
-  redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace", stacktrace,
+  redis.call("HSET", jobKey, "atm", attemptsText, "failedReason", result, "stacktrace", stacktrace,
     "delay", delay)
   went, retryAt = "delayed", now + delay
 else
   if outcome == "completed" then
-    redis.call("HSET", jobKey, "atm", attemptsMade, "returnvalue", result, "finishedOn", nowText)
+    redis.call("HSET", jobKey, "atm", attemptsText, "returnvalue", result, "finishedOn", nowText)
   else
-    redis.call("HSET", jobKey, "atm", attemptsMade, "failedReason", result, "stacktrace",
+    redis.call("HSET", jobKey, "atm", attemptsText, "failedReason", result, "stacktrace",
       stacktrace, "finishedOn", nowText)
   end
   redis.call("ZADD", finishedKey, nowText, jobId)

@@ -38,96 +38,15 @@ local function queuePrefix(key)
   return string.match(key, "^(.*:)[^:]*$")
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
--- sets in "max-events" (10000 when unset).
+-- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
-  local maxEvents = tonumber(redis.call("HGET", metaKey, "max-events")) or 10000
+  -- Handed to XADD as the text it is: a Lua number is printed again by redis.call, which costs
+  -- the server more than the whole check (make bench).
+  local maxEvents = redis.call("HGET", metaKey, "max-events")
+  if not maxEvents or not string.find(maxEvents, "^%d+$") then
+    maxEvents = "10000"
+  end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
-end
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
-end
--- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
--- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
-
--- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
--- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
--- nothing).
-local function signalWork(markerKey, dueAt)
-  local score = redis.call("ZSCORE", markerKey, "next")
-  if not score or tonumber(score) > dueAt then
-    redis.call("ZADD", markerKey, dueAt, "next")
-  end
-end
-
--- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
--- are woken only when it is not).
-local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
-  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
-  if not paused then
-    signalWork(markerKey, 0)
-  end
-  return "prioritized"
-end
-
--- Puts a ready job without a priority where workers take it: the head of wait (they take from
--- the tail), or of paused while the queue is paused. Returns the state it went to.
-local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
-  if paused then
-    redis.call("LPUSH", pausedKey, jobId)
-    return "paused"
-  end
-  redis.call("LPUSH", waitKey, jobId)
-  signalWork(markerKey, 0)
-  return "wait"
-end
-
--- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
--- the state it went to.
-local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-    paused)
-  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
-  if priority > 0 then
-    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
-  end
-  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
-end
-
--- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
--- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
--- child is pending and none is recorded in :unsuccessful (a child that failed without a policy
--- that lets the parent go on holds it). A parent that is not in waiting-children (active, or
--- removed) stays where it is. The other keys are built from the prefix: the scripts that release
--- a parent do not all take them in KEYS.
-local function releaseParent(waitingChildrenKey, parentId, whenDone)
-  local prefix = queuePrefix(waitingChildrenKey)
-  local parentKey = prefix .. parentId
-  if whenDone and (redis.call("SCARD", parentKey .. ":dependencies") > 0
-      or redis.call("EXISTS", parentKey .. ":unsuccessful") == 1) then
-    return
-  end
-  if redis.call("ZREM", waitingChildrenKey, parentId) == 0 then
-    return
-  end
-  local metaKey = prefix .. "meta"
-  enqueueReadyJob(prefix .. "wait", prefix .. "paused", prefix .. "prioritized", prefix .. "pc",
-    prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
-  emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
-end
-
--- A job taken away (removed, or replaced) leaves its parent's records of children pending or
--- failed (`parentKey`, the job's "parentKey" field, or nil), and the parent goes on when nothing
--- else holds it. A parent that is gone is left alone.
-local function leaveParent(prefix, jobKey, parentKey)
-  if not parentKey or redis.call("EXISTS", parentKey) == 0 then
-    return
-  end
-  local pending = redis.call("SREM", parentKey .. ":dependencies", jobKey)
-  local failed = redis.call("ZREM", parentKey .. ":unsuccessful", jobKey)
-  if pending + failed > 0 then
-    releaseParent(prefix .. "waiting-children", string.sub(parentKey, #prefix + 1), true)
-  end
 end
 -- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
 -- :processed, :failed (ignored children) and :unsuccessful (failed children).
@@ -138,15 +57,14 @@ local function removeJobKeys(prefix, jobId)
 end
 
 -- Removes a job scheduler's pending iteration `jobId` from `stateKey` (the state `state` that
--- pendingIteration found), with its keys, from its parent's records (a flow may have named its id
--- as a child), and appends `removed`.
+-- pendingIteration found), with its keys, and appends `removed`. An iteration has no parent: it
+-- joins no flow (addFlow-10 answers -8).
 local function removePendingIteration(prefix, jobId, stateKey, state, eventsKey, metaKey)
   if state == "wait" or state == "paused" then
     redis.call("LREM", stateKey, 0, jobId)
   else
     redis.call("ZREM", stateKey, jobId)
   end
-  leaveParent(prefix, prefix .. jobId, redis.call("HGET", prefix .. jobId, "parentKey") or nil)
   removeJobKeys(prefix, jobId)
   emitEvent(eventsKey, metaKey, "removed", jobId, "prev", state)
 end
