@@ -36,7 +36,7 @@
 --- @error -11 SchedulerJobSlotsBusy
 --- @include "includes/addSchedulerJob"
 --- @include "includes/checkJobArgs"
---- @include "includes/checkJobId"
+--- @include "includes/checkSchedulerKeys"
 --- @include "includes/digitsArg"
 --- @include "includes/everyNextRun"
 --- @include "includes/pendingIteration"
@@ -61,7 +61,7 @@ local name, data, opts = ARGV[11], ARGV[12], ARGV[13]
 local priority = digitsArg(ARGV[14], "priority", 0, 2097151)
 
 -- 1. The settings, refused before anything is written.
-checkJobId(schedulerId, "scheduler id")
+checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
 -- The template's options as an add's: a scheduler's iterations take no deduplication id.
 checkJobArgs("", opts, now, "")
 local nowMillis = tonumber(now)
@@ -101,13 +101,13 @@ if previous then
   end
   -- The offset given, or none: the one stored was found from the first run.
   same = same and (offset == 0 or (tonumber(stored.offset) or 0) == offset)
-  local live = redis.call("EXISTS", prefix .. currentId) == 1
+  local live = redis.call("HGET", prefix .. currentId, "rjk") == schedulerId
     and not redis.call("ZSCORE", prefix .. "completed", currentId)
     and not redis.call("ZSCORE", prefix .. "failed", currentId)
   if same and live then
     return { currentId, previous }
   end
-  pendingKey, pendingState = pendingIteration(prefix, currentId,
+  pendingKey, pendingState = pendingIteration(prefix, schedulerId, currentId,
     { delayedKey, prioritizedKey, waitKey, pausedKey })
 end
 
@@ -161,8 +161,8 @@ if not ended then
     eventsKey, metaKey }, prefix, schedulerId, runAt, now, name, data, opts, priority,
     redis.call("HEXISTS", metaKey, "paused") == 1)
   iterations = iterations + 1
-elseif previous and not pendingState then
-  runAt = previous -- nothing more runs: the scheduler keeps the time of its last run
+elseif previous then
+  runAt = previous -- nothing more runs: the scheduler keeps the time of its current iteration
 end
 if previous then
   redis.call("DEL", schedulerKey) -- fields a setting no longer has go with the old ones

@@ -9,7 +9,8 @@ local dedupKey = KEYS[1]
 local dedupId = ARGV[1]
 
 -- A runtime that builds the keys itself must build them for this id.
-if string.sub(dedupKey, -#dedupId - 4) ~= ":de:" .. dedupId then
+local prefix = string.match(dedupKey, "^emq:{[^{}]*}:")
+if not prefix or dedupKey ~= prefix .. "de:" .. dedupId then
   error("key " .. dedupKey .. " is not the key of deduplication id '" .. dedupId .. "'")
 end
 return redis.call("GET", dedupKey) or ""

@@ -5,10 +5,12 @@
 --- @key scheduler   `emq:{q}:repeat:<scheduler_id>`  the scheduler's settings
 --- @arg scheduler_id  id  the scheduler's id
 --- @return hash  the scheduler's fields, or {}
+--- @include "includes/checkSchedulerKeys"
 
 local schedulersKey, schedulerKey = KEYS[1], KEYS[2]
 local schedulerId = ARGV[1]
 
+checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
 local nextRun = redis.call("ZSCORE", schedulersKey, schedulerId)
 if not nextRun then
   return {}

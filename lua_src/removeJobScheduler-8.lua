@@ -10,6 +10,7 @@
 --- @key meta         `emq:{q}:meta`                   the queue's meta hash
 --- @arg scheduler_id  id  the scheduler's id
 --- @return int  1 when the scheduler was removed, 0 when there was none
+--- @include "includes/checkSchedulerKeys"
 --- @include "includes/pendingIteration"
 --- @include "includes/queuePrefix"
 --- @include "includes/removePendingIteration"
@@ -20,13 +21,14 @@ local schedulersKey, schedulerKey, waitKey, pausedKey, delayedKey = KEYS[1], KEY
 local prioritizedKey, eventsKey, metaKey = KEYS[6], KEYS[7], KEYS[8]
 local schedulerId = ARGV[1]
 
+checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
 local current = redis.call("ZSCORE", schedulersKey, schedulerId)
 if not current then
   return 0
 end
 local prefix = queuePrefix(schedulersKey)
 local jobId = schedulerJobId(schedulerId, current)
-local stateKey, state = pendingIteration(prefix, jobId,
+local stateKey, state = pendingIteration(prefix, schedulerId, jobId,
   { delayedKey, prioritizedKey, waitKey, pausedKey })
 if state then
   removePendingIteration(prefix, jobId, stateKey, state, eventsKey, metaKey)

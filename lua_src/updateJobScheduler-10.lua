@@ -24,6 +24,7 @@
 ---     current iteration (already moved on, or the scheduler removed), the limit or the end date
 ---     is reached, or the slot is taken (a `duplicated` event)
 --- @include "includes/addSchedulerJob"
+--- @include "includes/checkSchedulerKeys"
 --- @include "includes/emitEvent"
 --- @include "includes/everyNextRun"
 --- @include "includes/intArg"
@@ -40,11 +41,15 @@ local schedulerId, jobId, now = ARGV[1], ARGV[2], ARGV[3]
 local nowMillis = nowArg(now)
 local nextMillis = intArg(ARGV[4], "next_millis", 0)
 
+checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
 local prefix = queuePrefix(schedulersKey)
 local current = redis.call("ZSCORE", schedulersKey, schedulerId)
--- Only the current iteration, once picked up, moves the scheduler on: not one still waiting.
+-- Only the current iteration, once picked up, moves the scheduler on: not one still waiting,
+-- nor a job of its own that took the id.
 if not current or schedulerJobId(schedulerId, current) ~= jobId
-    or pendingIteration(prefix, jobId, { delayedKey, prioritizedKey, waitKey, pausedKey }) then
+    or redis.call("HGET", prefix .. jobId, "rjk") ~= schedulerId
+    or pendingIteration(prefix, schedulerId, jobId,
+      { delayedKey, prioritizedKey, waitKey, pausedKey }) then
   return ""
 end
 current = tonumber(current)

@@ -392,3 +392,31 @@ def test_a_kept_delayed_add_goes_to_delayed_even_with_no_delay(q: Queue) -> None
     q.complete("h", now=NOW + 7)
     assert q.check()["k"] == "delayed"
     assert q.events()[-1] == {"event": "delayed", "jobId": "k", "delay": "0", "runAt": str(NOW + 7)}
+
+
+def test_a_job_that_took_a_gone_holders_id_is_not_replaced_nor_kept_for(q: Queue) -> None:
+    """A's dedup id runs on its TTL after A was removed; a new job takes the id A. The key names
+    A, but that A does not hold the id: replace removes nothing, keepLastIfActive keeps nothing."""
+    q.add("A", dedup_id="x", opts=dedup(ttl=600_000) | {"removeOnComplete": True})
+    assert q.take_id() == "A"
+    q.complete("A")
+    assert q.check() == {}
+    add_delayed(q.r, q.name, job_id="A", delay=500, dedup_id="y")
+    options = dedup(replace=True, keepLastIfActive=True)
+    assert add_delayed(q.r, q.name, job_id="B", delay=5, dedup_id="x", opts=options) == ("A", 0)
+    assert q.check() == {"A": "delayed"}
+    assert holder(q, "y") == "A"
+    assert q.r.exists(q.key("dn:x")) == 0
+
+
+def test_crafted_keys_that_name_other_keys_are_refused(q: Queue) -> None:
+    """Keys whose prefix is a job's (emq:{q}:code:) rather than the queue's: refused."""
+    q.add("code")
+    assert q.take_id() == "code"
+    with pytest.raises(LuaError, match="are not the keys of deduplication id 'lock'"):
+        q.raw(
+            "removeDeduplicationKey",
+            (q.key("code:lock"), q.key("codn:lock")),
+            ["lock", q.lock("code") or ""],
+        )
+    assert q.lock("code") is not None

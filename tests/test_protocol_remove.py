@@ -134,3 +134,18 @@ def test_a_hostile_id_or_a_key_of_another_job_is_refused_before_any_write(
         q.raw("removeJob", call_keys, [job_id, "0"])
     assert q.check() == before
     assert q.r.hget(q.key("meta"), "paused") is not None
+
+
+def test_keys_built_under_a_jobs_name_are_refused(q: Queue) -> None:
+    """Every key built on `emq:{q}:P:` instead of the queue's prefix, and the id `processed`:
+    the script would delete P's record of its children. Refused, nothing deleted."""
+    q.add_flow(q.node("P", q.node("kid")))
+    assert q.take_id() == "kid"
+    q.complete("kid")
+    before = q.check()
+    names = [k.removeprefix(q.key("")) for k in g.remove_job_keys(q.name, "x")[:12]]
+    crafted = [q.key(f"P:{name}") for name in names] + [q.key("P:processed")]
+    with pytest.raises(LuaError, match="is not the queue's wait key"):
+        q.raw("removeJob", crafted, ["processed", "0"])
+    assert q.check() == before
+    assert q.r.exists(q.key("P:processed")) == 1

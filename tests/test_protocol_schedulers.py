@@ -384,3 +384,78 @@ def test_an_iteration_not_yet_picked_up_schedules_nothing(q: Queue) -> None:
     first, _ = upsert(q, every=EVERY, start_date=NOW + EVERY)
     assert schedule_next(q.r, q.name, first, {"rjk": "s"}, now=NOW) == ""
     assert q.check() == {first: "delayed"}
+
+
+@pytest.mark.parametrize("script", ["addJobScheduler", "updateJobScheduler", "removeJobScheduler"])
+@pytest.mark.parametrize("wrong", ["a job's key", "the wait list", "another scheduler's key"])
+def test_a_scheduler_key_of_another_name_is_refused_before_any_write(
+    q: Queue, script: str, wrong: str
+) -> None:
+    """Sent as a runtime that builds its keys wrong might: refused, nothing written or deleted."""
+    upsert(q, "t", every=EVERY, start_date=NOW + EVERY)
+    q.add("1")
+    before = q.check()
+    call_keys = list(g.add_job_scheduler_keys(q.name, "s"))
+    call_keys[1] = {"a job's key": q.key("1"), "the wait list": q.key("wait")}.get(
+        wrong, q.key("repeat:t")
+    )
+    args = {
+        "addJobScheduler": [
+            "s",
+            str(NOW),
+            str(EVERY),
+            "",
+            "",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "n",
+            "{}",
+            "{}",
+            "0",
+        ],
+        "updateJobScheduler": ["s", iteration("s", NOW), str(NOW), "0"],
+        "removeJobScheduler": ["s"],
+    }[script]
+    if script == "removeJobScheduler":
+        call_keys = [*call_keys[:6], q.key("events"), q.key("meta")]
+    with pytest.raises(LuaError, match="are not the keys of scheduler 's'"):
+        q.raw(script, call_keys, args)
+    assert q.check() == before
+    assert q.job("1")["name"] == "job"
+    assert scheduler(q, "t")["ic"] == "1"
+
+
+def test_an_empty_scheduler_id_is_refused(q: Queue) -> None:
+    call_keys = list(g.add_job_scheduler_keys(q.name, "x"))
+    call_keys[1] = q.key("repeat:")
+    args = ["", str(NOW), str(EVERY), "", "", "0", "0", "0", "0", "0", "n", "{}", "{}", "0"]
+    with pytest.raises(LuaError, match="scheduler id must not be empty"):
+        q.raw("addJobScheduler", call_keys, args)
+    assert q.check() == {}
+
+
+def test_a_job_of_its_own_that_took_an_ended_schedulers_slot_is_not_its_iteration(
+    q: Queue,
+) -> None:
+    """The scheduler ran its one iteration, which retention removed; a job of its own then takes
+    that id. Removing the scheduler leaves it, and an upsert does not answer it as an
+    iteration."""
+    first, _ = upsert(q, every=EVERY, limit=1, opts={"removeOnComplete": True})
+    assert run_iteration(q, NOW) == [first]
+    assert q.check() == {}
+    q.add(first, name="mine")
+    assert upsert(q, every=EVERY, limit=1, opts={"removeOnComplete": True}) == ("", NOW)
+    assert g.remove_job_scheduler(q.r, queue=q.name, scheduler_id="s") == 1
+    assert q.check() == {first: "wait"}
+    assert q.job(first)["name"] == "mine"
+
+
+def test_a_finished_current_iteration_can_be_removed(q: Queue) -> None:
+    first, _ = upsert(q, every=EVERY, limit=1)
+    assert run_iteration(q, NOW) == [first]
+    assert q.check() == {first: "completed"}
+    assert g.remove_job(q.r, queue=q.name, job_id=first, remove_children=False) == 1
+    assert q.check() == {}

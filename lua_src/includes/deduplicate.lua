@@ -26,9 +26,13 @@ local function deduplicate(prefix, eventsKey, metaKey, dedupId, dedup, customId,
     end
     return nil, ttl and { "PX", ttl } or {}
   end
+  -- The job the key names still holds the id only while its own "deid" says so: a TTL outlives
+  -- its job, whose id another job may take. Only a holder that holds is replaced, or kept for.
+  local stored = redis.call("HMGET", prefix .. holder, "deid", "parentKey")
+  local holds = stored[1] == dedupId
   local delayedKey = prefix .. "delayed"
-  if dedup and dedup.replace and not exists and redis.call("ZSCORE", delayedKey, holder)
-      and redis.call("HEXISTS", prefix .. holder, "parentKey") == 0 then
+  if holds and dedup and dedup.replace and not exists and not stored[2]
+      and redis.call("ZSCORE", delayedKey, holder) then
     redis.call("ZREM", delayedKey, holder)
     -- An add kept while it ran, before this retry, goes with it: this one is the last now.
     redis.call("DEL", prefix .. "dn:" .. dedupId)
@@ -42,7 +46,7 @@ local function deduplicate(prefix, eventsKey, metaKey, dedupId, dedup, customId,
     end
     return nil, ttl and { "PX", ttl } or {}, holder
   end
-  if keepLast and redis.call("LPOS", prefix .. "active", holder) then
+  if holds and keepLast and redis.call("LPOS", prefix .. "active", holder) then
     local nextKey = prefix .. "dn:" .. dedupId
     redis.call("DEL", nextKey)
     redis.call("HSET", nextKey, "name", name, "data", data, "opts", opts, "jid", customId,

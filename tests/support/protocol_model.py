@@ -341,8 +341,11 @@ class QueueModel:
         replaced = None
         if dedup_id and dedup_id in self.dedup:
             holder = self.dedup[dedup_id]
+            found = self.jobs.get(holder)
+            holds = found is not None and found.dedup == dedup_id  # a TTL outlives its job
             if (
-                options is not None
+                holds
+                and options is not None
                 and options.replace
                 and not exists
                 and holder in self.delayed
@@ -356,7 +359,7 @@ class QueueModel:
                 if ttl is not None and not options.extend and not keep_last:
                     with_ttl = dedup_id in self.dedup_ttl  # KEEPTTL
             else:
-                if keep_last and holder in self.active:
+                if holds and keep_last and holder in self.active:
                     self.dedup_next[dedup_id] = KeptAdd(name, opts, job_id, delay, priority)
                     self.dedup_ttl.discard(dedup_id)
                 elif (
@@ -982,7 +985,11 @@ class QueueModel:
 
         def schedulers_own(found: Job) -> bool:
             owner = self.schedulers.get(found.scheduler or "")
-            return owner is not None and iteration_id(found.scheduler or "", owner.next) == found.id
+            return (
+                owner is not None
+                and iteration_id(found.scheduler or "", owner.next) == found.id
+                and found.state not in ("completed", "failed")
+            )
 
         doomed, seen = [job_id], {job_id}
         for at in doomed:  # the loop sees what it appends: breadth first
@@ -1060,10 +1067,10 @@ class QueueModel:
             self._emit("paused" if state == "paused" else "waiting", job_id, "name", job.name)
         return job_id
 
-    def _pending_iteration(self, job_id: str) -> str | None:
-        """includes/pendingIteration.lua: the state of an iteration not run yet."""
+    def _pending_iteration(self, scheduler_id: str, job_id: str) -> str | None:
+        """includes/pendingIteration.lua: the state of the scheduler's iteration not run yet."""
         job = self.jobs.get(job_id)
-        if job is None or job.processed_on is not None:
+        if job is None or job.scheduler != scheduler_id or job.processed_on is not None:
             return None
         if job_id in self.delayed:
             return "delayed"
@@ -1111,13 +1118,15 @@ class QueueModel:
                 stored.fields() == Scheduler(settings, stored.offset, stored.iterations, 0).fields()
             )
             same = same and offset in (0, stored.offset)
-            live = current_id in self.jobs and self.jobs[current_id].state not in (
-                "completed",
-                "failed",
+            current = self.jobs.get(current_id)
+            live = (
+                current is not None
+                and current.scheduler == scheduler_id
+                and current.state not in ("completed", "failed")
             )
             if same and live:
                 return current_id, stored.next
-            pending = self._pending_iteration(current_id)
+            pending = self._pending_iteration(scheduler_id, current_id)
         run_at = next_millis
         if every > 0:
             if (
@@ -1156,7 +1165,7 @@ class QueueModel:
         if not ended:
             job_id = self._add_iteration(scheduler_id, scheduler, run_at, now)
             scheduler.iterations += 1
-        elif stored is not None and not pending:
+        elif stored is not None:
             scheduler.next = stored.next
         self.schedulers[scheduler_id] = scheduler
         return job_id, scheduler.next
@@ -1168,7 +1177,10 @@ class QueueModel:
         scheduler = self.schedulers.get(scheduler_id)
         if scheduler is None or iteration_id(scheduler_id, scheduler.next) != job_id:
             return ""
-        if self._pending_iteration(job_id):
+        job = self.jobs.get(job_id)
+        if job is None or job.scheduler != scheduler_id:
+            return ""
+        if self._pending_iteration(scheduler_id, job_id):
             return ""
         every = int(scheduler.setting("every"))
         limit, end = int(scheduler.setting("limit")), int(scheduler.setting("endDate"))
@@ -1192,7 +1204,7 @@ class QueueModel:
         if scheduler is None:
             return 0
         job_id = iteration_id(scheduler_id, scheduler.next)
-        pending = self._pending_iteration(job_id)
+        pending = self._pending_iteration(scheduler_id, job_id)
         if pending:
             self._drop_iteration(job_id, pending)
         return 1

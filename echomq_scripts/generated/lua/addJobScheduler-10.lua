@@ -270,6 +270,22 @@ local function checkJobArgs(customId, opts, now, dedupId)
     keepLastIfActive = dedup.keepLastIfActive == true,
   }
 end
+
+-- Refuses a scheduler id that breaks the id rule, and keys that are not its: `schedulersKey` must
+-- be a queue's `emq:{q}:repeat` and `schedulerKey` `emq:{q}:repeat:<schedulerId>`. A runtime
+-- that builds the keys itself must build them for this id; the scripts write and delete by them.
+local function checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
+  if schedulerId == "" then
+    error("scheduler id must not be empty")
+  end
+  checkJobId(schedulerId, "scheduler id")
+  local prefix = string.match(schedulersKey, "^emq:{[^{}]*}:")
+  if not prefix or schedulersKey ~= prefix .. "repeat"
+      or schedulerKey ~= schedulersKey .. ":" .. schedulerId then
+    error("keys " .. schedulersKey .. " and " .. schedulerKey .. " are not the keys of scheduler '"
+      .. schedulerId .. "'")
+  end
+end
 -- When an `every` scheduler runs next, in ms, and its offset: the place of its runs within each
 -- period of `every` ms. `previous` is the run before (nil for the first): the next is `every`
 -- after it, or, when that is already past at `now` (runs were missed), the first slot after
@@ -301,13 +317,15 @@ local function everyNextRun(previous, every, now, offset, startDate)
   end
   return nextRun, offset
 end
--- Where a job scheduler's iteration `jobId` waits to run for the first time: the key and the name
--- of the state that holds it, or nil when it is not waiting, or has run already (it has
--- processedOn: picked up, then back for a retry). `places` are the queue's delayed, prioritized,
--- wait and paused keys, in that order. Only a pending iteration is replaced, or removed with its
+-- Where job scheduler `schedulerId`'s iteration `jobId` waits to run for the first time: the key
+-- and the name of the state that holds it, or nil when it is not waiting, has run already (it
+-- has processedOn: picked up, then back for a retry), or is not that scheduler's (no such job, or
+-- a job of its own that took the id). `places` are the queue's delayed, prioritized, wait and
+-- paused keys, in that order. Only a pending iteration is replaced, or removed with its
 -- scheduler; one that ran is a job's own.
-local function pendingIteration(prefix, jobId, places)
-  if redis.call("HEXISTS", prefix .. jobId, "processedOn") == 1 then
+local function pendingIteration(prefix, schedulerId, jobId, places)
+  local stored = redis.call("HMGET", prefix .. jobId, "rjk", "processedOn")
+  if stored[1] ~= schedulerId or stored[2] then
     return nil
   end
   local names = { "delayed", "prioritized", "wait", "paused" }
@@ -366,7 +384,7 @@ local name, data, opts = ARGV[11], ARGV[12], ARGV[13]
 local priority = digitsArg(ARGV[14], "priority", 0, 2097151)
 
 -- 1. The settings, refused before anything is written.
-checkJobId(schedulerId, "scheduler id")
+checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
 -- The template's options as an add's: a scheduler's iterations take no deduplication id.
 checkJobArgs("", opts, now, "")
 local nowMillis = tonumber(now)
@@ -406,13 +424,13 @@ if previous then
   end
   -- The offset given, or none: the one stored was found from the first run.
   same = same and (offset == 0 or (tonumber(stored.offset) or 0) == offset)
-  local live = redis.call("EXISTS", prefix .. currentId) == 1
+  local live = redis.call("HGET", prefix .. currentId, "rjk") == schedulerId
     and not redis.call("ZSCORE", prefix .. "completed", currentId)
     and not redis.call("ZSCORE", prefix .. "failed", currentId)
   if same and live then
     return { currentId, previous }
   end
-  pendingKey, pendingState = pendingIteration(prefix, currentId,
+  pendingKey, pendingState = pendingIteration(prefix, schedulerId, currentId,
     { delayedKey, prioritizedKey, waitKey, pausedKey })
 end
 
@@ -466,8 +484,8 @@ if not ended then
     eventsKey, metaKey }, prefix, schedulerId, runAt, now, name, data, opts, priority,
     redis.call("HEXISTS", metaKey, "paused") == 1)
   iterations = iterations + 1
-elseif previous and not pendingState then
-  runAt = previous -- nothing more runs: the scheduler keeps the time of its last run
+elseif previous then
+  runAt = previous -- nothing more runs: the scheduler keeps the time of its current iteration
 end
 if previous then
   redis.call("DEL", schedulerKey) -- fields a setting no longer has go with the old ones

@@ -11,8 +11,9 @@ local dedupKey, dedupNextKey = KEYS[1], KEYS[2]
 local dedupId, jobId = ARGV[1], ARGV[2]
 
 -- A runtime that builds the keys itself must build them for this id, in one queue.
-local prefix = string.sub(dedupKey, 1, -#dedupId - 4)
-if dedupKey ~= prefix .. "de:" .. dedupId or dedupNextKey ~= prefix .. "dn:" .. dedupId then
+local prefix = string.match(dedupKey, "^emq:{[^{}]*}:")
+if not prefix or dedupKey ~= prefix .. "de:" .. dedupId
+    or dedupNextKey ~= prefix .. "dn:" .. dedupId then
   error("keys " .. dedupKey .. " and " .. dedupNextKey .. " are not the keys of deduplication id '"
     .. dedupId .. "'")
 end

@@ -172,9 +172,19 @@ local stalledKey, eventsKey, metaKey, schedulersKey, jobKey = KEYS[9], KEYS[10],
   KEYS[12], KEYS[13]
 local jobId, removeChildren = ARGV[1], ARGV[2] == "1"
 
-local prefix = queuePrefix(waitingChildrenKey)
--- A runtime that builds the key itself must build it for this id: the script deletes by both.
+-- A runtime that builds the keys itself must build them for one queue and this id: the script
+-- deletes by them.
 checkJobId(jobId, "job id")
+local prefix = string.match(waitKey, "^emq:{[^{}]*}:")
+local given = { waitKey, pausedKey, activeKey, delayedKey, prioritizedKey, completedKey, failedKey,
+  waitingChildrenKey, stalledKey, eventsKey, metaKey, schedulersKey }
+local names = { "wait", "paused", "active", "delayed", "prioritized", "completed", "failed",
+  "waiting-children", "stalled", "events", "meta", "repeat" }
+for i, name in ipairs(names) do
+  if not prefix or given[i] ~= prefix .. name then
+    error("key " .. given[i] .. " is not the queue's " .. name .. " key")
+  end
+end
 if jobKey ~= prefix .. jobId then
   error("key " .. jobKey .. " is not the key of job '" .. jobId .. "'")
 end
@@ -183,12 +193,13 @@ if redis.call("EXISTS", jobKey) == 0 then
 end
 local parentKey = redis.call("HGET", jobKey, "parentKey") or nil
 
--- Whether a job is a scheduler's current iteration: removing it would leave the scheduler
--- nothing to move on from.
+-- Whether a job is a scheduler's current iteration, not finished: the scheduler moves on from
+-- it (a finished one, whose next was never scheduled, an upsert moves past).
 local function schedulersOwn(id)
   local schedulerId = redis.call("HGET", prefix .. id, "rjk")
   local millis = schedulerId and redis.call("ZSCORE", schedulersKey, schedulerId)
   return millis and schedulerJobId(schedulerId, millis) == id
+    and not redis.call("ZSCORE", completedKey, id) and not redis.call("ZSCORE", failedKey, id)
 end
 
 -- The jobs to remove, the job first, then its descendants breadth first (no recursion: a tree of

@@ -146,6 +146,39 @@ local function addSchedulerJob(keys, prefix, schedulerId, runAt, now, name, data
   enqueueNewJob(keys, jobId, name, delay, delay > 0 and runAt or nil, priority, paused)
   return jobId
 end
+-- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
+-- id becomes part of key names (emq:{q}:<id>, emq:{q}:<id>:lock, ...), so it may not hold ":"
+-- (job "7:lock" would be job 7's lock) or a brace (the key's hash tag stays the queue's), and it
+-- may not be the name of one of the queue's own keys (job "wait" would make emq:{q}:wait a hash).
+-- No reserved name holds a space, so a space ends the search's words.
+local RESERVED_JOB_IDS = " wait paused active delayed prioritized completed failed waiting-children stalled events meta id pc limiter marker metrics de dn token repeat "
+
+-- Refuses a custom id that breaks the rule, naming it: `what` is "job id" or "parent id".
+local function checkJobId(jobId, what)
+  if string.find(jobId, "[{}:]") then
+    error(what .. " '" .. jobId .. "' contains '{', '}' or ':', which would make its keys another's")
+  end
+  if not string.find(jobId, " ", 1, true)
+      and string.find(RESERVED_JOB_IDS, " " .. jobId .. " ", 1, true) then
+    error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
+  end
+end
+
+-- Refuses a scheduler id that breaks the id rule, and keys that are not its: `schedulersKey` must
+-- be a queue's `emq:{q}:repeat` and `schedulerKey` `emq:{q}:repeat:<schedulerId>`. A runtime
+-- that builds the keys itself must build them for this id; the scripts write and delete by them.
+local function checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
+  if schedulerId == "" then
+    error("scheduler id must not be empty")
+  end
+  checkJobId(schedulerId, "scheduler id")
+  local prefix = string.match(schedulersKey, "^emq:{[^{}]*}:")
+  if not prefix or schedulersKey ~= prefix .. "repeat"
+      or schedulerKey ~= schedulersKey .. ":" .. schedulerId then
+    error("keys " .. schedulersKey .. " and " .. schedulerKey .. " are not the keys of scheduler '"
+      .. schedulerId .. "'")
+  end
+end
 -- When an `every` scheduler runs next, in ms, and its offset: the place of its runs within each
 -- period of `every` ms. `previous` is the run before (nil for the first): the next is `every`
 -- after it, or, when that is already past at `now` (runs were missed), the first slot after
@@ -213,13 +246,15 @@ end
 local function nowArg(value)
   return digitsArg(value, "now", 0)
 end
--- Where a job scheduler's iteration `jobId` waits to run for the first time: the key and the name
--- of the state that holds it, or nil when it is not waiting, or has run already (it has
--- processedOn: picked up, then back for a retry). `places` are the queue's delayed, prioritized,
--- wait and paused keys, in that order. Only a pending iteration is replaced, or removed with its
+-- Where job scheduler `schedulerId`'s iteration `jobId` waits to run for the first time: the key
+-- and the name of the state that holds it, or nil when it is not waiting, has run already (it
+-- has processedOn: picked up, then back for a retry), or is not that scheduler's (no such job, or
+-- a job of its own that took the id). `places` are the queue's delayed, prioritized, wait and
+-- paused keys, in that order. Only a pending iteration is replaced, or removed with its
 -- scheduler; one that ran is a job's own.
-local function pendingIteration(prefix, jobId, places)
-  if redis.call("HEXISTS", prefix .. jobId, "processedOn") == 1 then
+local function pendingIteration(prefix, schedulerId, jobId, places)
+  local stored = redis.call("HMGET", prefix .. jobId, "rjk", "processedOn")
+  if stored[1] ~= schedulerId or stored[2] then
     return nil
   end
   local names = { "delayed", "prioritized", "wait", "paused" }
@@ -249,11 +284,15 @@ local schedulerId, jobId, now = ARGV[1], ARGV[2], ARGV[3]
 local nowMillis = nowArg(now)
 local nextMillis = intArg(ARGV[4], "next_millis", 0)
 
+checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
 local prefix = queuePrefix(schedulersKey)
 local current = redis.call("ZSCORE", schedulersKey, schedulerId)
--- Only the current iteration, once picked up, moves the scheduler on: not one still waiting.
+-- Only the current iteration, once picked up, moves the scheduler on: not one still waiting,
+-- nor a job of its own that took the id.
 if not current or schedulerJobId(schedulerId, current) ~= jobId
-    or pendingIteration(prefix, jobId, { delayedKey, prioritizedKey, waitKey, pausedKey }) then
+    or redis.call("HGET", prefix .. jobId, "rjk") ~= schedulerId
+    or pendingIteration(prefix, schedulerId, jobId,
+      { delayedKey, prioritizedKey, waitKey, pausedKey }) then
   return ""
 end
 current = tonumber(current)
