@@ -279,8 +279,7 @@ local function checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
     error("scheduler id must not be empty")
   end
   checkJobId(schedulerId, "scheduler id")
-  local prefix = string.match(schedulersKey, "^emq:{[^{}]*}:")
-  if not prefix or schedulersKey ~= prefix .. "repeat"
+  if not string.find(schedulersKey, "^emq:{[^{}]*}:repeat$")
       or schedulerKey ~= schedulersKey .. ":" .. schedulerId then
     error("keys " .. schedulersKey .. " and " .. schedulerKey .. " are not the keys of scheduler '"
       .. schedulerId .. "'")
@@ -397,12 +396,11 @@ end
 if every > 0 and offset >= every then
   error("offset must be less than every, got " .. offset .. " and " .. every)
 end
--- Each setting with the value that stands for none: a field at it is not stored (a hash of
--- fewer fields costs the server less to write), and reads as it.
-local SETTINGS = { "name", "data", "opts", "priority", "every", "pattern", "tz", "limit",
-  "startDate", "endDate" }
-local NONE = { false, "{}", "{}", "0", "0", "", "", "0", "0", "0" }
-local settings = { name, data, opts, ARGV[14], ARGV[3], pattern, tz, ARGV[7], ARGV[8], ARGV[9] }
+-- The settings' texts. A setting at the value that stands for none ("{}", "", "0") is not stored
+-- (a hash of fewer fields costs the server less to write), and reads as it. Each is named below
+-- rather than walked in a table of settings: tables built on every call cost the server more.
+local priorityText, everyText, limitText, startText, endText = ARGV[14], ARGV[3], ARGV[7],
+  ARGV[8], ARGV[9]
 
 -- 2. What there is: the scheduler's settings and its current iteration. The same settings
 -- change nothing while that iteration lives (waits, or runs: its worker schedules the next);
@@ -418,12 +416,13 @@ if previous then
   for i = 1, #flat, 2 do
     stored[flat[i]] = flat[i + 1]
   end
-  local same = true
-  for i = 1, #SETTINGS do
-    same = same and (stored[SETTINGS[i]] or NONE[i]) == settings[i]
-  end
   -- The offset given, or none: the one stored was found from the first run.
-  same = same and (offset == 0 or (tonumber(stored.offset) or 0) == offset)
+  local same = stored.name == name and (stored.data or "{}") == data
+    and (stored.opts or "{}") == opts and (stored.priority or "0") == priorityText
+    and (stored.every or "0") == everyText and (stored.pattern or "") == pattern
+    and (stored.tz or "") == tz and (stored.limit or "0") == limitText
+    and (stored.startDate or "0") == startText and (stored.endDate or "0") == endText
+    and (offset == 0 or (tonumber(stored.offset) or 0) == offset)
   local live = redis.call("HGET", prefix .. currentId, "rjk") == schedulerId
     and not redis.call("ZSCORE", prefix .. "completed", currentId)
     and not redis.call("ZSCORE", prefix .. "failed", currentId)
@@ -490,15 +489,22 @@ end
 if previous then
   redis.call("DEL", schedulerKey) -- fields a setting no longer has go with the old ones
 end
-local fields = { "ic", string.format("%d", iterations) }
-if offset > 0 then
-  fields[#fields + 1], fields[#fields + 2] = "offset", string.format("%d", offset)
-end
-for i = 1, #SETTINGS do
-  if settings[i] ~= NONE[i] then
-    fields[#fields + 1], fields[#fields + 2] = SETTINGS[i], settings[i]
+local fields = { "name", name, "ic", string.format("%d", iterations) }
+local function keep(field, text, none)
+  if text ~= none then
+    fields[#fields + 1], fields[#fields + 2] = field, text
   end
 end
+keep("offset", string.format("%d", offset), "0")
+keep("data", data, "{}")
+keep("opts", opts, "{}")
+keep("priority", priorityText, "0")
+keep("every", everyText, "0")
+keep("pattern", pattern, "")
+keep("tz", tz, "")
+keep("limit", limitText, "0")
+keep("startDate", startText, "0")
+keep("endDate", endText, "0")
 redis.call("HSET", schedulerKey, unpack(fields))
 redis.call("ZADD", schedulersKey, string.format("%d", runAt), schedulerId)
 return { jobId, runAt }

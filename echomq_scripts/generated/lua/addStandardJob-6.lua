@@ -199,11 +199,15 @@ local function deduplicate(prefix, eventsKey, metaKey, dedupId, dedup, customId,
     return nil, ttl and { "PX", ttl } or {}
   end
   -- The job the key names still holds the id only while its own "deid" says so: a TTL outlives
-  -- its job, whose id another job may take. Only a holder that holds is replaced, or kept for.
-  local stored = redis.call("HMGET", prefix .. holder, "deid", "parentKey")
-  local holds = stored[1] == dedupId
+  -- its job, whose id another job may take. Only a holder that holds is replaced, or kept for
+  -- (read only then: a plain deduplicated add reads nothing more).
+  local holds, hasParent = false, false
+  if dedup and (dedup.replace or dedup.keepLastIfActive) then
+    local stored = redis.call("HMGET", prefix .. holder, "deid", "parentKey")
+    holds, hasParent = stored[1] == dedupId, stored[2] ~= false
+  end
   local delayedKey = prefix .. "delayed"
-  if holds and dedup and dedup.replace and not exists and not stored[2]
+  if holds and dedup.replace and not exists and not hasParent
       and redis.call("ZSCORE", delayedKey, holder) then
     redis.call("ZREM", delayedKey, holder)
     -- An add kept while it ran, before this retry, goes with it: this one is the last now.

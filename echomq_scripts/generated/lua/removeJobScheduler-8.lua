@@ -36,8 +36,7 @@ local function checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
     error("scheduler id must not be empty")
   end
   checkJobId(schedulerId, "scheduler id")
-  local prefix = string.match(schedulersKey, "^emq:{[^{}]*}:")
-  if not prefix or schedulersKey ~= prefix .. "repeat"
+  if not string.find(schedulersKey, "^emq:{[^{}]*}:repeat$")
       or schedulerKey ~= schedulersKey .. ":" .. schedulerId then
     error("keys " .. schedulersKey .. " and " .. schedulerKey .. " are not the keys of scheduler '"
       .. schedulerId .. "'")
