@@ -149,21 +149,18 @@ class BullFlow:
     def prepare(self, queue: str) -> None:
         self.client.hset(self.key(queue, "meta"), "opts.maxLenEvents", MAX_EVENTS)
 
-    def add(self, queue: str, flows: int) -> list[str]:
+    def run(self, queue: str, count: int) -> None:
         def flow() -> dict[str, Any]:
             children = [
                 {"name": "child", "queueName": queue, "data": {}} for _ in range(FLOW_CHILDREN)
             ]
             return {"name": "parent", "queueName": queue, "data": {}, "children": children}
 
-        async def run() -> list[str]:
-            parents = []
-            for _ in range(flows):
-                tree = await self.producer.add(flow())
-                parents.append(str(tree["job"].id))
-            return parents
+        async def run() -> None:
+            for _ in range(count):
+                await self.producer.add(flow())
 
-        return self.runner.run(run())
+        self.runner.run(run())
 
     def close(self) -> None:
         try:
@@ -179,6 +176,7 @@ class BullDedupAdd:
     already holds."""
 
     label = "BullMQ"
+    calls = 1
 
     def __init__(self, port: int, held: bool) -> None:
         self.port = port
@@ -201,8 +199,8 @@ class BullDedupAdd:
         job = Job(self.cycle.queue, "job", {}, options)
         self.cycle.scripts.addStandardJob(job, job.timestamp)
 
-    def run(self, queue: str, calls: int) -> None:
-        for i in range(calls):
+    def run(self, queue: str, count: int) -> None:
+        for i in range(count):
             self._add("held" if self.held else f"d{i}")
 
     def close(self) -> None:
@@ -216,6 +214,7 @@ class BullUpsertScheduler:
     timed (prepare asks it for the schedulers' count)."""
 
     label = "BullMQ"
+    calls = 1
 
     def __init__(self, port: int) -> None:
         self.url = f"redis://127.0.0.1:{port}"
@@ -232,11 +231,11 @@ class BullUpsertScheduler:
         self.runner.run(self.queues[queue].getJobSchedulersCount())
         self.client.hset(self.key(queue, "meta"), "opts.maxLenEvents", MAX_EVENTS)
 
-    def run(self, queue: str, calls: int) -> None:
+    def run(self, queue: str, count: int) -> None:
         upsert = self.queues[queue].upsertJobScheduler
 
         async def run() -> None:
-            for i in range(calls):
+            for i in range(count):
                 await upsert(f"s{i}", {"every": SCHEDULER_EVERY_MS}, "job", {}, {})
 
         self.runner.run(run())

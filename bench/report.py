@@ -18,10 +18,10 @@ from typing import Any
 from imports import ImportProfile
 from parsers import ParserResult
 from scriptcost import (
+    FLOW_CHILDREN,
     FLOW_JOBS,
     BulkRow,
     CycleComparison,
-    FlowInstructionRow,
     InstructionRow,
     OperationRow,
     OverheadRow,
@@ -291,7 +291,7 @@ def instruction_table(rows: Sequence[InstructionRow]) -> str:
     return table(header, body)
 
 
-def flow_table(row: FlowInstructionRow) -> str:
+def flow_table(row: OperationRow) -> str:
     header = [
         "flow",
         "EchoMQ instr/flow",
@@ -305,15 +305,15 @@ def flow_table(row: FlowInstructionRow) -> str:
     ]
     body = [
         [
-            f"1 parent + {row.children} children",
-            f"{row.echomq_per_flow / 1000:.0f}k",
-            f"{row.bullmq_per_flow / 1000:.0f}k",
+            f"1 parent + {FLOW_CHILDREN} children",
+            f"{row.echomq_per_operation / 1000:.0f}k",
+            f"{row.bullmq_per_operation / 1000:.0f}k",
             f"{row.ratio:.3f}",
             f"<= {FLOW_TARGET}",
             _verdict(row.ratio <= FLOW_TARGET),
             f"{100 * row.spread:.1f}%",
-            f"{row.echomq_per_flow / FLOW_JOBS / 1000:.0f}k",
-            f"{row.bullmq_per_flow / FLOW_JOBS / 1000:.0f}k",
+            f"{row.echomq_per_operation / FLOW_JOBS / 1000:.0f}k",
+            f"{row.bullmq_per_operation / FLOW_JOBS / 1000:.0f}k",
         ]
     ]
     return table(header, body)
@@ -332,8 +332,8 @@ def operation_table(rows: Sequence[OperationRow]) -> str:
     body = [
         [
             row.name,
-            f"{row.echomq_per_call / 1000:.0f}k",
-            f"{row.bullmq_per_call / 1000:.0f}k",
+            f"{row.echomq_per_operation / 1000:.0f}k",
+            f"{row.bullmq_per_operation / 1000:.0f}k",
             f"{row.ratio:.3f}",
             f"<= {OPERATION_TARGET}",
             _verdict(row.ratio <= OPERATION_TARGET),
@@ -375,7 +375,7 @@ def script_cost_json(
     cycles: Sequence[CycleComparison],
     instructions: Sequence[InstructionRow] | None,
     bulk: Sequence[BulkRow],
-    flow: FlowInstructionRow | None,
+    flow: OperationRow | None,
     operations: Sequence[OperationRow] | None,
 ) -> dict[str, Any]:
     return {

@@ -430,9 +430,21 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             instructions = scriptcost.job_cycle_instructions(
                 counted, counted.port, bullmq_side.BullCycle, args.callgrind_jobs, 2, _progress
             )
-            flow = scriptcost.flow_instructions(
-                counted, counted.port, bullmq_side.BullFlow, flows, 2, _progress
-            )
+            flow = scriptcost.operation_instructions(
+                counted,
+                counted.port,
+                [
+                    scriptcost.Operation(
+                        "adding a flow",
+                        scriptcost.EchoFlow,
+                        bullmq_side.BullFlow,
+                        scriptcost.check_flows,
+                    )
+                ],
+                flows,
+                2,
+                _progress,
+            )[0]
             operations = scriptcost.operation_instructions(
                 counted, counted.port, _operations(), operation_calls, 2, _progress
             )

@@ -27,7 +27,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import redis
 import redis.asyncio
@@ -599,26 +599,38 @@ def job_cycle_instructions(
     return rows
 
 
-# -- 3b. adding a flow, EchoMQ and BullMQ, in server instructions ---------------------------
+# -- 3b. operations side by side (a flow, a dedup add, a scheduler upsert), in instructions ---
 
 FLOW_CHILDREN = 10
 FLOW_JOBS = 1 + FLOW_CHILDREN
+DEDUP_TTL_MS = 60_000
+SCHEDULER_EVERY_MS = 60_000
 
 
-class FlowAdder(Protocol):
-    """One side that adds flows of one parent and FLOW_CHILDREN children, each all at once.
+class Side(Protocol):
+    """One side of an operation row, doing the operation `count` times a round.
 
-    It is made once, before the warm-up, and keeps its connection (and BullMQ's its event loop)
-    to the end, as a long-lived producer does, so that no round counts a connection's set-up.
-    """
+    Made once, before the warm-up, it keeps its connection (and BullMQ's its event loop) to the
+    end, as a long-lived producer does, so that no round counts a connection's set-up."""
 
     label: str
-    calls: int  # the script calls a flow takes
+    calls: int  # the script calls one operation takes
 
     def key(self, queue: str, name: str) -> str: ...  # the queue's key `name`, as it spells it
-    def prepare(self, queue: str) -> None: ...  # before a round: the queue's settings
-    def add(self, queue: str, flows: int) -> list[str]: ...  # the parents' ids, in order
+    def prepare(self, queue: str) -> None: ...  # before a round, untimed
+    def run(self, queue: str, count: int) -> None: ...
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A row: what each operation does, the two sides, and what a round must leave (a check of
+    the work done, read with the side's own key names)."""
+
+    name: str
+    echomq: Callable[[int], Side]
+    bullmq: Callable[[int], Side]
+    check: Callable[[redis.Redis, Side, str, int], None]
 
 
 class EchoFlow:
@@ -636,138 +648,30 @@ class EchoFlow:
     def prepare(self, queue: str) -> None:
         self.client.hset(self.key(queue, "meta"), "max-events", MAX_EVENTS)
 
-    def add(self, queue: str, flows: int) -> list[str]:
-        parents = []
-        for _ in range(flows):
+    def run(self, queue: str, count: int) -> None:
+        for _ in range(count):
             children = [FlowJob("child", queue) for _ in range(FLOW_CHILDREN)]
-            ids = add_flow(self.client, FlowJob("parent", queue, children=children), now=now_ms())
-            parents.append(ids.job_id)
-        return parents
+            add_flow(self.client, FlowJob("parent", queue, children=children), now=now_ms())
 
     def close(self) -> None:
         self.client.close()
 
 
-FlowFactory = Callable[[int], FlowAdder]
-
-
-def _check_flows(stats: redis.Redis, side: FlowAdder, queue: str, parents: list[str]) -> None:
+def check_flows(stats: redis.Redis, side: Side, queue: str, flows: int) -> None:
     """Every parent in waiting-children with all its children pending, and every child waiting."""
-    flows = len(parents)
-    if len(set(parents)) != flows:
-        raise RuntimeError(f"{side.label}: {len(set(parents))} distinct parent ids, not {flows}")
+    found = cast(list[bytes], stats.zrange(side.key(queue, "waiting-children"), 0, -1))
+    parents = [parent.decode() for parent in found]
+    if len(parents) != flows:
+        raise RuntimeError(f"{side.label}: {len(parents)} parents in waiting-children, not {flows}")
     pipe = stats.pipeline(transaction=False)
-    pipe.zcard(side.key(queue, "waiting-children"))
     pipe.llen(side.key(queue, "wait"))
     for parent in parents:
-        pipe.zscore(side.key(queue, "waiting-children"), parent)
         pipe.scard(side.key(queue, f"{parent}:dependencies"))
-    parked, waiting, *each = pipe.execute()
-    scores, pending = each[0::2], each[1::2]
-    if parked != flows or any(score is None for score in scores):
-        raise RuntimeError(f"{side.label}: {parked} parents in waiting-children, not {flows}")
+    waiting, *pending = pipe.execute()
     if any(count != FLOW_CHILDREN for count in pending):
         raise RuntimeError(f"{side.label}: pending children {pending}, not {FLOW_CHILDREN} each")
     if waiting != flows * FLOW_CHILDREN:
         raise RuntimeError(f"{side.label}: {waiting} children waiting, not {flows * FLOW_CHILDREN}")
-
-
-def _flow_round(
-    side: FlowAdder,
-    stats: redis.Redis,
-    queue: str,
-    flows: int,
-    counter: InstructionCounter | None,
-) -> Phase:
-    side.prepare(queue)
-    parents: list[str] = []
-    phase = timed_phase(
-        stats, flows * side.calls, lambda: parents.extend(side.add(queue, flows)), counter
-    )
-    _check_flows(stats, side, queue, parents)
-    stats.flushall()
-    return phase
-
-
-@dataclass(frozen=True)
-class FlowInstructionRow:
-    """The server's instructions to add one flow, EchoMQ against BullMQ (callgrind)."""
-
-    flows: int  # a round
-    children: int  # a flow
-    echomq_per_flow: float  # the least round's
-    bullmq_per_flow: float
-    ratio: float
-    spread: float  # the largest relative difference between two rounds of one side
-
-
-def flow_instructions(
-    counter: InstructionCounter,
-    port: int,
-    bull: FlowFactory,
-    flows: int,
-    rounds: int,
-    progress: Callable[[str], None],
-) -> FlowInstructionRow:
-    """A warm-up round of each side, then `rounds` rounds of `flows` flows each, the sides
-    alternating which goes first; each side's least round."""
-    progress(f"adding flows under callgrind (1 parent, {FLOW_CHILDREN} children)")
-    with contextlib.ExitStack() as stack:
-        stats = redis.Redis(host="127.0.0.1", port=port)
-        stack.callback(stats.close)
-        sides: dict[str, FlowAdder] = {}
-        for name, make in (("EchoMQ", EchoFlow), ("BullMQ", bull)):
-            side = make(port)
-            stack.callback(side.close)
-            sides[name] = side
-        for side in sides.values():
-            _flow_round(side, stats, "warm-up", max(flows // 10, 2), None)
-        done: dict[str, list[Phase]] = {name: [] for name in sides}
-        for round_ in range(rounds):
-            order = list(sides.items())
-            for name, side in order if round_ % 2 == 0 else reversed(order):
-                done[name].append(_flow_round(side, stats, "q", flows, counter))
-    counts = {name: [_instructions(p) for p in phases] for name, phases in done.items()}
-    echo, bullmq = min(counts["EchoMQ"]) / flows, min(counts["BullMQ"]) / flows
-    return FlowInstructionRow(
-        flows,
-        FLOW_CHILDREN,
-        echo,
-        bullmq,
-        echo / bullmq,
-        max((max(c) - min(c)) / min(c) for c in counts.values()),
-    )
-
-
-# -- 3c. deduplication and job schedulers, EchoMQ and BullMQ, in server instructions --------
-
-DEDUP_TTL_MS = 60_000
-SCHEDULER_EVERY_MS = 60_000
-
-
-class OperationSide(Protocol):
-    """One side of an operation row: `calls` script calls a round, each the same operation.
-
-    Made once, before the warm-up, it keeps its connection (and BullMQ's its event loop) to the
-    end, as a long-lived producer does."""
-
-    label: str
-
-    def key(self, queue: str, name: str) -> str: ...  # the queue's key `name`, as it spells it
-    def prepare(self, queue: str) -> None: ...  # before a round, untimed
-    def run(self, queue: str, calls: int) -> None: ...
-    def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Operation:
-    """A row: what each call does, the two sides, and what a round must leave (a check of the
-    work done, read with the side's own key names)."""
-
-    name: str
-    echomq: Callable[[int], OperationSide]
-    bullmq: Callable[[int], OperationSide]
-    check: Callable[[redis.Redis, OperationSide, str, int], None]
 
 
 class EchoDedupAdd:
@@ -775,6 +679,7 @@ class EchoDedupAdd:
     TTL: each call a new id (`held` False), or every call the one id a job already holds."""
 
     label = "EchoMQ"
+    calls = 1
 
     def __init__(self, port: int, held: bool) -> None:
         self.client = redis.Redis(host="127.0.0.1", port=port)
@@ -800,8 +705,8 @@ class EchoDedupAdd:
             dedup_id=dedup_id,
         )
 
-    def run(self, queue: str, calls: int) -> None:
-        for i in range(calls):
+    def run(self, queue: str, count: int) -> None:
+        for i in range(count):
             self._add(queue, "held" if self.held else f"d{i}")
 
     def close(self) -> None:
@@ -813,6 +718,7 @@ class EchoUpsertScheduler:
     call, whose first iteration is due now."""
 
     label = "EchoMQ"
+    calls = 1
 
     def __init__(self, port: int) -> None:
         self.client = redis.Redis(host="127.0.0.1", port=port)
@@ -823,8 +729,8 @@ class EchoUpsertScheduler:
     def prepare(self, queue: str) -> None:
         self.client.hset(self.key(queue, "meta"), "max-events", MAX_EVENTS)
 
-    def run(self, queue: str, calls: int) -> None:
-        for i in range(calls):
+    def run(self, queue: str, count: int) -> None:
+        for i in range(count):
             upsert_job_scheduler(
                 self.client, queue, f"s{i}", now=now_ms(), name="job", every=SCHEDULER_EVERY_MS
             )
@@ -833,56 +739,56 @@ class EchoUpsertScheduler:
         self.client.close()
 
 
-def _waiting(stats: redis.Redis, side: OperationSide, queue: str, want: int) -> None:
+def _waiting(stats: redis.Redis, side: Side, queue: str, want: int) -> None:
     waiting = stats.llen(side.key(queue, "wait"))
     if waiting != want:
         raise RuntimeError(f"{side.label}: {waiting} jobs waiting, not {want}")
 
 
-def check_new_dedup_ids(stats: redis.Redis, side: OperationSide, queue: str, calls: int) -> None:
-    """Every call added its job, and took its dedup id with the TTL."""
-    _waiting(stats, side, queue, calls)
-    ttls = [stats.pttl(side.key(queue, f"de:d{i}")) for i in range(calls)]
+def check_new_dedup_ids(stats: redis.Redis, side: Side, queue: str, count: int) -> None:
+    """Every add added its job, and took its dedup id with the TTL."""
+    _waiting(stats, side, queue, count)
+    ttls = [stats.pttl(side.key(queue, f"de:d{i}")) for i in range(count)]
     if not all(0 < ttl <= DEDUP_TTL_MS for ttl in ttls):
         raise RuntimeError(f"{side.label}: dedup keys without their TTL: {sorted(set(ttls))[:5]}")
 
 
-def check_held_dedup_id(stats: redis.Redis, side: OperationSide, queue: str, calls: int) -> None:
+def check_held_dedup_id(stats: redis.Redis, side: Side, queue: str, count: int) -> None:
     """No call added a job: only the holder waits."""
     _waiting(stats, side, queue, 1)
 
 
-def check_new_schedulers(stats: redis.Redis, side: OperationSide, queue: str, calls: int) -> None:
-    """Every call made a scheduler and its first iteration, due now."""
-    _waiting(stats, side, queue, calls)
+def check_new_schedulers(stats: redis.Redis, side: Side, queue: str, count: int) -> None:
+    """Every upsert made a scheduler and its first iteration, due now."""
+    _waiting(stats, side, queue, count)
     found = stats.zcard(side.key(queue, "repeat"))
-    if found != calls:
-        raise RuntimeError(f"{side.label}: {found} job schedulers, not {calls}")
+    if found != count:
+        raise RuntimeError(f"{side.label}: {found} job schedulers, not {count}")
 
 
 def _operation_round(
-    side: OperationSide,
+    side: Side,
     operation: Operation,
     stats: redis.Redis,
     queue: str,
-    calls: int,
+    count: int,
     counter: InstructionCounter | None,
 ) -> Phase:
     side.prepare(queue)
-    phase = timed_phase(stats, calls, lambda: side.run(queue, calls), counter)
-    operation.check(stats, side, queue, calls)
+    phase = timed_phase(stats, count * side.calls, lambda: side.run(queue, count), counter)
+    operation.check(stats, side, queue, count)
     stats.flushall()
     return phase
 
 
 @dataclass(frozen=True)
 class OperationRow:
-    """The server's instructions a call of one operation, EchoMQ against BullMQ (callgrind)."""
+    """The server's instructions an operation takes, EchoMQ against BullMQ (callgrind)."""
 
     name: str
-    calls: int  # a round
-    echomq_per_call: float  # the least round's
-    bullmq_per_call: float
+    count: int  # operations a round
+    echomq_per_operation: float  # the least round's
+    bullmq_per_operation: float
     ratio: float
     spread: float  # the largest relative difference between two rounds of one side
 
@@ -891,36 +797,36 @@ def operation_instructions(
     counter: InstructionCounter,
     port: int,
     operations: Sequence[Operation],
-    calls: int,
+    count: int,
     rounds: int,
     progress: Callable[[str], None],
 ) -> list[OperationRow]:
-    """For each operation: a warm-up round of each side, then `rounds` rounds of `calls` calls,
-    the sides alternating which goes first; each side's least round."""
+    """For each operation: a warm-up round of each side, then `rounds` rounds of `count`
+    operations, the sides alternating which goes first; each side's least round."""
     rows = []
     for operation in operations:
         progress(f"{operation.name} under callgrind")
         with contextlib.ExitStack() as stack:
             stats = redis.Redis(host="127.0.0.1", port=port)
             stack.callback(stats.close)
-            sides: dict[str, OperationSide] = {}
+            sides: dict[str, Side] = {}
             for name, make in (("EchoMQ", operation.echomq), ("BullMQ", operation.bullmq)):
                 side = make(port)
                 stack.callback(side.close)
                 sides[name] = side
             for side in sides.values():
-                _operation_round(side, operation, stats, "warm-up", max(calls // 10, 2), None)
+                _operation_round(side, operation, stats, "warm-up", max(count // 10, 2), None)
             done: dict[str, list[Phase]] = {name: [] for name in sides}
             for round_ in range(rounds):
                 order = list(sides.items())
                 for name, side in order if round_ % 2 == 0 else reversed(order):
-                    done[name].append(_operation_round(side, operation, stats, "q", calls, counter))
+                    done[name].append(_operation_round(side, operation, stats, "q", count, counter))
         counts = {name: [_instructions(p) for p in phases] for name, phases in done.items()}
-        echo, bullmq = min(counts["EchoMQ"]) / calls, min(counts["BullMQ"]) / calls
+        echo, bullmq = min(counts["EchoMQ"]) / count, min(counts["BullMQ"]) / count
         rows.append(
             OperationRow(
                 operation.name,
-                calls,
+                count,
                 echo,
                 bullmq,
                 echo / bullmq,
