@@ -56,7 +56,6 @@ if count < 1 or count % 1 ~= 0 then
 end
 local nodes = {}
 local byCustomId = {} -- a custom id -> its node's index
-local byKey = {} -- the same, by job key
 local owed = {} -- the nodes still owed children, innermost last: { index, how many }
 for i = 1, count do
   local at = 2 + (i - 1) * FIELDS
@@ -84,7 +83,6 @@ for i = 1, count do
     end
     byCustomId[node.customId] = i
     node.key = prefix .. node.customId
-    byKey[node.key] = i
   end
   if i > 1 then
     local open = owed[#owed]
@@ -189,7 +187,8 @@ for i, node in ipairs(nodes) do
         break
       else
         seen[ancestor] = true
-        local at = byKey[ancestor]
+        -- A parentKey is a job key of this queue: the flow's node by the id it names.
+        local at = byCustomId[string.sub(ancestor, #prefix + 1)]
         if at and not nodes[at].skipped then
           index, ancestor = parentAfter(at)
         else

@@ -20,11 +20,11 @@
 --- @include "includes/applyRetention"
 --- @include "includes/childFailed"
 --- @include "includes/emitEvent"
+--- @include "includes/finishDedupId"
 --- @include "includes/intArg"
 --- @include "includes/jobOptions"
 --- @include "includes/nowArg"
 --- @include "includes/queuePrefix"
---- @include "includes/finishDedupId"
 --- @include "includes/signalWork"
 
 local stalledKey, waitKey, activeKey, failedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]

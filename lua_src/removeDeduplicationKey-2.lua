@@ -6,12 +6,13 @@
 --- @arg dedup_id  string(non-empty)  the deduplication id
 --- @arg job_id    id                 the job that must hold it
 --- @return int  1 when the id was released, 0 when that job did not hold it
+--- @include "includes/queuePrefix"
 
 local dedupKey, dedupNextKey = KEYS[1], KEYS[2]
 local dedupId, jobId = ARGV[1], ARGV[2]
 
 -- A runtime that builds the keys itself must build them for this id, in one queue.
-local prefix = string.match(dedupKey, "^emq:{[^{}]*}:")
+local prefix = queuePrefix(dedupKey)
 if not prefix or dedupKey ~= prefix .. "de:" .. dedupId
     or dedupNextKey ~= prefix .. "dn:" .. dedupId then
   error("keys " .. dedupKey .. " and " .. dedupNextKey .. " are not the keys of deduplication id '"

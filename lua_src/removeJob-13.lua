@@ -24,10 +24,9 @@
 --- @error -1 JobNotExist
 --- @error -8 JobBelongsToJobScheduler
 --- @include "includes/checkJobId"
---- @include "includes/emitEvent"
+--- @include "includes/deleteJob"
 --- @include "includes/leaveParent"
---- @include "includes/releaseDedupId"
---- @include "includes/removeJobKeys"
+--- @include "includes/queuePrefix"
 --- @include "includes/schedulerJobId"
 
 local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -40,7 +39,7 @@ local jobId, removeChildren = ARGV[1], ARGV[2] == "1"
 -- A runtime that builds the keys itself must build them for one queue and this id: the script
 -- deletes by them.
 checkJobId(jobId, "job id")
-local prefix = string.match(waitKey, "^emq:{[^{}]*}:")
+local prefix = queuePrefix(waitKey)
 local given = { waitKey, pausedKey, activeKey, delayedKey, prioritizedKey, completedKey, failedKey,
   waitingChildrenKey, stalledKey, eventsKey, metaKey, schedulersKey }
 local names = { "wait", "paused", "active", "delayed", "prioritized", "completed", "failed",
@@ -105,26 +104,13 @@ while head <= #doomed do
   end
 end
 
-local lists = { { waitKey, "wait" }, { pausedKey, "paused" }, { activeKey, "active" } }
-local sets = { { delayedKey, "delayed" }, { prioritizedKey, "prioritized" },
-  { completedKey, "completed" }, { failedKey, "failed" },
-  { waitingChildrenKey, "waiting-children" } }
+local places = {}
+for i = 1, 8 do
+  places[i] = { given[i], names[i] } -- the eight states, in the keys' order
+end
 for _, id in ipairs(doomed) do
-  local prev = "unknown"
-  for _, set in ipairs(sets) do
-    if redis.call("ZREM", set[1], id) > 0 then
-      prev = set[2]
-    end
-  end
-  for _, list in ipairs(lists) do
-    if redis.call("LREM", list[1], "0", id) > 0 then
-      prev = list[2]
-    end
-  end
-  redis.call("SREM", stalledKey, id)
-  releaseDedupId(prefix, id, redis.call("HGET", prefix .. id, "deid") or nil)
-  removeJobKeys(prefix, id)
-  emitEvent(eventsKey, metaKey, "removed", id, "prev", prev)
+  deleteJob(prefix, id, redis.call("HGET", prefix .. id, "deid") or nil, places, stalledKey,
+    eventsKey, metaKey)
 end
 
 -- Last, the parent outside the removed tree: it no longer waits for the job, pending or failed.

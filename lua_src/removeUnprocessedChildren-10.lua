@@ -17,11 +17,9 @@
 --- @arg job_id  id  the parent's id
 --- @return list[string]  the ids removed, the parent's own children first
 --- @error -1 JobNotExist
---- @include "includes/emitEvent"
+--- @include "includes/deleteJob"
 --- @include "includes/queuePrefix"
---- @include "includes/releaseDedupId"
 --- @include "includes/releaseParent"
---- @include "includes/removeJobKeys"
 
 local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prioritizedKey, waitingChildrenKey, stalledKey = KEYS[5], KEYS[6], KEYS[7]
@@ -32,8 +30,9 @@ if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
 local prefix = queuePrefix(waitingChildrenKey)
-local lists = { { waitKey, "wait" }, { pausedKey, "paused" }, { activeKey, "active" } }
-local sets = { { delayedKey, "delayed" }, { prioritizedKey, "prioritized" },
+-- A pending child has not finished: it is in none of completed and failed.
+local places = { { waitKey, "wait" }, { pausedKey, "paused" }, { activeKey, "active" },
+  { delayedKey, "delayed" }, { prioritizedKey, "prioritized" },
   { waitingChildrenKey, "waiting-children" } }
 
 -- Breadth first, from a queue of job keys (no recursion: a tree of any depth).
@@ -51,25 +50,11 @@ while head <= #queue do
     for _, grandchild in ipairs(grandchildren) do
       queue[#queue + 1] = grandchild
     end
-    local prev = nil
-    for _, list in ipairs(lists) do
-      if redis.call("LREM", list[1], "0", childId) > 0 then
-        prev = list[2]
-      end
-    end
-    for _, set in ipairs(sets) do
-      if redis.call("ZREM", set[1], childId) > 0 then
-        prev = set[2]
-      end
-    end
-    redis.call("SREM", stalledKey, childId)
     local stored = redis.call("HMGET", childKey, "parentKey", "deid")
     if stored[1] then
       redis.call("SREM", stored[1] .. ":dependencies", childKey)
     end
-    releaseDedupId(prefix, childId, stored[2])
-    removeJobKeys(prefix, childId)
-    emitEvent(eventsKey, metaKey, "removed", childId, "prev", prev or "unknown")
+    deleteJob(prefix, childId, stored[2] or nil, places, stalledKey, eventsKey, metaKey)
     removed[#removed + 1] = childId
   end
 end

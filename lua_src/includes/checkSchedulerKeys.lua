@@ -1,4 +1,5 @@
 --- @include "checkJobId"
+--- @include "queuePrefix"
 
 -- Refuses a scheduler id that breaks the id rule, and keys that are not its: `schedulersKey` must
 -- be a queue's `emq:{q}:repeat` and `schedulerKey` `emq:{q}:repeat:<schedulerId>`. A runtime
@@ -8,7 +9,8 @@ local function checkSchedulerKeys(schedulersKey, schedulerKey, schedulerId)
     error("scheduler id must not be empty")
   end
   checkJobId(schedulerId, "scheduler id")
-  if not string.find(schedulersKey, "^emq:{[^{}]*}:repeat$")
+  local prefix = queuePrefix(schedulersKey)
+  if not prefix or schedulersKey ~= prefix .. "repeat"
       or schedulerKey ~= schedulersKey .. ":" .. schedulerId then
     error("keys " .. schedulersKey .. " and " .. schedulerKey .. " are not the keys of scheduler '"
       .. schedulerId .. "'")

@@ -192,55 +192,58 @@ local function deduplicate(prefix, eventsKey, metaKey, dedupId, dedup, customId,
   local holder = redis.call("GET", key)
   local ttl = dedup and dedup.ttl
   local keepLast = dedup and dedup.keepLastIfActive
-  if not holder then
-    if keepLast then
-      return nil, {}
+  local replaced = nil
+  if holder then
+    -- The job the key names still holds the id only while its own "deid" says so: a TTL
+    -- outlives its job, whose id another job may take. Only a holder that holds is replaced, or
+    -- kept for (read only then: a plain deduplicated add reads nothing more).
+    local holds, hasParent = false, false
+    if dedup and (dedup.replace or keepLast) then
+      local stored = redis.call("HMGET", prefix .. holder, "deid", "parentKey")
+      holds, hasParent = stored[1] == dedupId, stored[2] ~= false
     end
-    return nil, ttl and { "PX", ttl } or {}
-  end
-  -- The job the key names still holds the id only while its own "deid" says so: a TTL outlives
-  -- its job, whose id another job may take. Only a holder that holds is replaced, or kept for
-  -- (read only then: a plain deduplicated add reads nothing more).
-  local holds, hasParent = false, false
-  if dedup and (dedup.replace or dedup.keepLastIfActive) then
-    local stored = redis.call("HMGET", prefix .. holder, "deid", "parentKey")
-    holds, hasParent = stored[1] == dedupId, stored[2] ~= false
-  end
-  local delayedKey = prefix .. "delayed"
-  if holds and dedup.replace and not exists and not hasParent
-      and redis.call("ZSCORE", delayedKey, holder) then
-    redis.call("ZREM", delayedKey, holder)
-    -- An add kept while it ran, before this retry, goes with it: this one is the last now.
-    redis.call("DEL", prefix .. "dn:" .. dedupId)
-    removeJobKeys(prefix, holder)
-    emitEvent(eventsKey, metaKey, "removed", holder, "prev", "delayed")
-    if keepLast then
-      return nil, {}, holder
+    local delayedKey = prefix .. "delayed"
+    if holds and dedup.replace and not exists and not hasParent
+        and redis.call("ZSCORE", delayedKey, holder) then
+      redis.call("ZREM", delayedKey, holder)
+      -- An add kept while it ran, before this retry, goes with it: this one is the last now.
+      redis.call("DEL", prefix .. "dn:" .. dedupId)
+      removeJobKeys(prefix, holder)
+      emitEvent(eventsKey, metaKey, "removed", holder, "prev", "delayed")
+      replaced = holder
+    else
+      if holds and keepLast and redis.call("LPOS", prefix .. "active", holder) then
+        local nextKey = prefix .. "dn:" .. dedupId
+        redis.call("DEL", nextKey)
+        redis.call("HSET", nextKey, "name", name, "data", data, "opts", opts, "jid", customId,
+          unpack(extraFields))
+        redis.call("PERSIST", key)
+      elseif ttl and dedup.extend and redis.call("PTTL", key) > 0 then
+        -- Only a TTL that runs starts again: a key held without one (keepLastIfActive's, while
+        -- its holder runs) stays held until its job finishes.
+        redis.call("SET", key, holder, "PX", ttl)
+      end
+      emitEvent(eventsKey, metaKey, "deduplicated", holder, "deduplicationId", dedupId,
+        "deduplicatedJobId", customId)
+      return holder
     end
-    if ttl and not dedup.extend then
-      return nil, { "KEEPTTL" }, holder
-    end
-    return nil, ttl and { "PX", ttl } or {}, holder
   end
-  if holds and keepLast and redis.call("LPOS", prefix .. "active", holder) then
-    local nextKey = prefix .. "dn:" .. dedupId
-    redis.call("DEL", nextKey)
-    redis.call("HSET", nextKey, "name", name, "data", data, "opts", opts, "jid", customId,
-      unpack(extraFields))
-    redis.call("PERSIST", key)
-  elseif ttl and dedup.extend and redis.call("PTTL", key) > 0 then
-    -- Only a TTL that runs starts again: a key held without one (keepLastIfActive's, while its
-    -- holder runs) stays held until its job finishes.
-    redis.call("SET", key, holder, "PX", ttl)
+  -- The add goes on; its key is held until the job finishes with keepLastIfActive, keeps what
+  -- is left of a replaced holder's TTL unless extend, else gets the TTL asked for, or none.
+  if keepLast then
+    return nil, {}, replaced
   end
-  emitEvent(eventsKey, metaKey, "deduplicated", holder, "deduplicationId", dedupId,
-    "deduplicatedJobId", customId)
-  return holder
+  if ttl and replaced and not dedup.extend then
+    return nil, { "KEEPTTL" }, replaced
+  end
+  return nil, ttl and { "PX", ttl } or {}, replaced
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
 local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
+  return string.match(key, "^(emq:{[^{}]*}:)")
 end
 
 -- Adds one job without a parent (a flow's jobs are added by addFlow): the add scripts' shared

@@ -301,10 +301,12 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   end
   return removedOwn
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
 local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
+  return string.match(key, "^(emq:{[^{}]*}:)")
 end
 
 -- What a job that finishes (completed, or failed for good) at `now` does to the deduplication id
@@ -493,7 +495,6 @@ if count < 1 or count % 1 ~= 0 then
 end
 local nodes = {}
 local byCustomId = {} -- a custom id -> its node's index
-local byKey = {} -- the same, by job key
 local owed = {} -- the nodes still owed children, innermost last: { index, how many }
 for i = 1, count do
   local at = 2 + (i - 1) * FIELDS
@@ -521,7 +522,6 @@ for i = 1, count do
     end
     byCustomId[node.customId] = i
     node.key = prefix .. node.customId
-    byKey[node.key] = i
   end
   if i > 1 then
     local open = owed[#owed]
@@ -626,7 +626,8 @@ for i, node in ipairs(nodes) do
         break
       else
         seen[ancestor] = true
-        local at = byKey[ancestor]
+        -- A parentKey is a job key of this queue: the flow's node by the id it names.
+        local at = byCustomId[string.sub(ancestor, #prefix + 1)]
         if at and not nodes[at].skipped then
           index, ancestor = parentAfter(at)
         else

@@ -91,10 +91,12 @@ local function jobOptions(raw)
   end
   return decoded
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
 local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
+  return string.match(key, "^(emq:{[^{}]*}:)")
 end
 -- Writes a new job's hash, with `extraFields` (the script's own fields), and takes its
 -- deduplication id (`dedupId`, "" for none) with `dedupKeyArgs`, what SET takes after the value

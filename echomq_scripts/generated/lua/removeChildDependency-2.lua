@@ -9,10 +9,12 @@
 --- @return int  1 when the tie was broken, 0 when the child had none to break
 --- @error -1 JobNotExist
 --- @error -5 ParentJobNotExist
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
 local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
+  return string.match(key, "^(emq:{[^{}]*}:)")
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).

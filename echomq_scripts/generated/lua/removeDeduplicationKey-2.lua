@@ -6,12 +6,19 @@
 --- @arg dedup_id  string(non-empty)  the deduplication id
 --- @arg job_id    id                 the job that must hold it
 --- @return int  1 when the id was released, 0 when that job did not hold it
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
+local function queuePrefix(key)
+  return string.match(key, "^(emq:{[^{}]*}:)")
+end
 
 local dedupKey, dedupNextKey = KEYS[1], KEYS[2]
 local dedupId, jobId = ARGV[1], ARGV[2]
 
 -- A runtime that builds the keys itself must build them for this id, in one queue.
-local prefix = string.match(dedupKey, "^emq:{[^{}]*}:")
+local prefix = queuePrefix(dedupKey)
 if not prefix or dedupKey ~= prefix .. "de:" .. dedupId
     or dedupNextKey ~= prefix .. "dn:" .. dedupId then
   error("keys " .. dedupKey .. " and " .. dedupNextKey .. " are not the keys of deduplication id '"

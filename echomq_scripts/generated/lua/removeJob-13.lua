@@ -51,6 +51,45 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
+-- Releases the deduplication id that a job being removed held (`dedupId`, its "deid" field, or
+-- nil), TTL or not, unless another job holds it by now; an add kept for when it finished
+-- (keepLastIfActive) goes with it.
+local function releaseDedupId(prefix, jobId, dedupId)
+  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
+    redis.call("DEL", prefix .. "de:" .. dedupId, prefix .. "dn:" .. dedupId)
+  end
+end
+-- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- :processed, :failed (ignored children) and :unsuccessful (failed children).
+local function removeJobKeys(prefix, jobId)
+  local jobKey = prefix .. jobId
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
+    jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+
+-- Deletes a job in whatever state holds it: out of that state (`places`, the states to look in,
+-- each { key, name }), and out of the stalled set; its deduplication id (`dedupId`, its "deid",
+-- or nil) released as on removal; its hash and companion keys deleted; and a `removed` event
+-- with the state it was in. What its parent records of it is the caller's to mend.
+local function deleteJob(prefix, jobId, dedupId, places, stalledKey, eventsKey, metaKey)
+  local prev = "unknown"
+  for _, place in ipairs(places) do
+    local name = place[2]
+    local removed
+    if name == "wait" or name == "paused" or name == "active" then
+      removed = redis.call("LREM", place[1], "0", jobId)
+    else
+      removed = redis.call("ZREM", place[1], jobId)
+    end
+    if removed > 0 then
+      prev = name
+    end
+  end
+  redis.call("SREM", stalledKey, jobId)
+  releaseDedupId(prefix, jobId, dedupId)
+  removeJobKeys(prefix, jobId)
+  emitEvent(eventsKey, metaKey, "removed", jobId, "prev", prev)
+end
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
 -- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
 local function priorityScore(priority, pcKey)
@@ -101,10 +140,12 @@ local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, marker
   end
   return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
 local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
+  return string.match(key, "^(emq:{[^{}]*}:)")
 end
 
 -- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
@@ -142,21 +183,6 @@ local function leaveParent(prefix, jobKey, parentKey)
     releaseParent(prefix .. "waiting-children", string.sub(parentKey, #prefix + 1), true)
   end
 end
--- Releases the deduplication id that a job being removed held (`dedupId`, its "deid" field, or
--- nil), TTL or not, unless another job holds it by now; an add kept for when it finished
--- (keepLastIfActive) goes with it.
-local function releaseDedupId(prefix, jobId, dedupId)
-  if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
-    redis.call("DEL", prefix .. "de:" .. dedupId, prefix .. "dn:" .. dedupId)
-  end
-end
--- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
--- :processed, :failed (ignored children) and :unsuccessful (failed children).
-local function removeJobKeys(prefix, jobId)
-  local jobKey = prefix .. jobId
-  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
-    jobKey .. ":failed", jobKey .. ":unsuccessful")
-end
 -- The id of a job scheduler's iteration due at `millis` (a number, or a sorted set's score as
 -- Redis gives it): "repeat-<scheduler id>-<millis>". The id rule bars ":", so the parts are
 -- joined with "-"; the last "-" starts the millis, which are digits, so the id names one
@@ -175,7 +201,7 @@ local jobId, removeChildren = ARGV[1], ARGV[2] == "1"
 -- A runtime that builds the keys itself must build them for one queue and this id: the script
 -- deletes by them.
 checkJobId(jobId, "job id")
-local prefix = string.match(waitKey, "^emq:{[^{}]*}:")
+local prefix = queuePrefix(waitKey)
 local given = { waitKey, pausedKey, activeKey, delayedKey, prioritizedKey, completedKey, failedKey,
   waitingChildrenKey, stalledKey, eventsKey, metaKey, schedulersKey }
 local names = { "wait", "paused", "active", "delayed", "prioritized", "completed", "failed",
@@ -240,26 +266,13 @@ while head <= #doomed do
   end
 end
 
-local lists = { { waitKey, "wait" }, { pausedKey, "paused" }, { activeKey, "active" } }
-local sets = { { delayedKey, "delayed" }, { prioritizedKey, "prioritized" },
-  { completedKey, "completed" }, { failedKey, "failed" },
-  { waitingChildrenKey, "waiting-children" } }
+local places = {}
+for i = 1, 8 do
+  places[i] = { given[i], names[i] } -- the eight states, in the keys' order
+end
 for _, id in ipairs(doomed) do
-  local prev = "unknown"
-  for _, set in ipairs(sets) do
-    if redis.call("ZREM", set[1], id) > 0 then
-      prev = set[2]
-    end
-  end
-  for _, list in ipairs(lists) do
-    if redis.call("LREM", list[1], "0", id) > 0 then
-      prev = list[2]
-    end
-  end
-  redis.call("SREM", stalledKey, id)
-  releaseDedupId(prefix, id, redis.call("HGET", prefix .. id, "deid") or nil)
-  removeJobKeys(prefix, id)
-  emitEvent(eventsKey, metaKey, "removed", id, "prev", prev)
+  deleteJob(prefix, id, redis.call("HGET", prefix .. id, "deid") or nil, places, stalledKey,
+    eventsKey, metaKey)
 end
 
 -- Last, the parent outside the removed tree: it no longer waits for the job, pending or failed.

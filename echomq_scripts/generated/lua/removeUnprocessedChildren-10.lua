@@ -28,11 +28,6 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait"): job keys are built
--- from it, so they carry the queue's hash tag and land on its Cluster slot.
-local function queuePrefix(key)
-  return string.match(key, "^(.*:)[^:]*$")
-end
 -- Releases the deduplication id that a job being removed held (`dedupId`, its "deid" field, or
 -- nil), TTL or not, unless another job holds it by now; an add kept for when it finished
 -- (keepLastIfActive) goes with it.
@@ -40,6 +35,44 @@ local function releaseDedupId(prefix, jobId, dedupId)
   if dedupId and redis.call("GET", prefix .. "de:" .. dedupId) == jobId then
     redis.call("DEL", prefix .. "de:" .. dedupId, prefix .. "dn:" .. dedupId)
   end
+end
+-- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- :processed, :failed (ignored children) and :unsuccessful (failed children).
+local function removeJobKeys(prefix, jobId)
+  local jobKey = prefix .. jobId
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
+    jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+
+-- Deletes a job in whatever state holds it: out of that state (`places`, the states to look in,
+-- each { key, name }), and out of the stalled set; its deduplication id (`dedupId`, its "deid",
+-- or nil) released as on removal; its hash and companion keys deleted; and a `removed` event
+-- with the state it was in. What its parent records of it is the caller's to mend.
+local function deleteJob(prefix, jobId, dedupId, places, stalledKey, eventsKey, metaKey)
+  local prev = "unknown"
+  for _, place in ipairs(places) do
+    local name = place[2]
+    local removed
+    if name == "wait" or name == "paused" or name == "active" then
+      removed = redis.call("LREM", place[1], "0", jobId)
+    else
+      removed = redis.call("ZREM", place[1], jobId)
+    end
+    if removed > 0 then
+      prev = name
+    end
+  end
+  redis.call("SREM", stalledKey, jobId)
+  releaseDedupId(prefix, jobId, dedupId)
+  removeJobKeys(prefix, jobId)
+  emitEvent(eventsKey, metaKey, "removed", jobId, "prev", prev)
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
+local function queuePrefix(key)
+  return string.match(key, "^(emq:{[^{}]*}:)")
 end
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
 -- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
@@ -113,13 +146,6 @@ local function releaseParent(waitingChildrenKey, parentId, whenDone)
     prefix .. "marker", prefix, parentId, redis.call("HEXISTS", metaKey, "paused") == 1)
   emitEvent(prefix .. "events", metaKey, "waiting", parentId, "prev", "waiting-children")
 end
--- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
--- :processed, :failed (ignored children) and :unsuccessful (failed children).
-local function removeJobKeys(prefix, jobId)
-  local jobKey = prefix .. jobId
-  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
-    jobKey .. ":failed", jobKey .. ":unsuccessful")
-end
 
 local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prioritizedKey, waitingChildrenKey, stalledKey = KEYS[5], KEYS[6], KEYS[7]
@@ -130,8 +156,9 @@ if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
 local prefix = queuePrefix(waitingChildrenKey)
-local lists = { { waitKey, "wait" }, { pausedKey, "paused" }, { activeKey, "active" } }
-local sets = { { delayedKey, "delayed" }, { prioritizedKey, "prioritized" },
+-- A pending child has not finished: it is in none of completed and failed.
+local places = { { waitKey, "wait" }, { pausedKey, "paused" }, { activeKey, "active" },
+  { delayedKey, "delayed" }, { prioritizedKey, "prioritized" },
   { waitingChildrenKey, "waiting-children" } }
 
 -- Breadth first, from a queue of job keys (no recursion: a tree of any depth).
@@ -149,25 +176,11 @@ while head <= #queue do
     for _, grandchild in ipairs(grandchildren) do
       queue[#queue + 1] = grandchild
     end
-    local prev = nil
-    for _, list in ipairs(lists) do
-      if redis.call("LREM", list[1], "0", childId) > 0 then
-        prev = list[2]
-      end
-    end
-    for _, set in ipairs(sets) do
-      if redis.call("ZREM", set[1], childId) > 0 then
-        prev = set[2]
-      end
-    end
-    redis.call("SREM", stalledKey, childId)
     local stored = redis.call("HMGET", childKey, "parentKey", "deid")
     if stored[1] then
       redis.call("SREM", stored[1] .. ":dependencies", childKey)
     end
-    releaseDedupId(prefix, childId, stored[2])
-    removeJobKeys(prefix, childId)
-    emitEvent(eventsKey, metaKey, "removed", childId, "prev", prev or "unknown")
+    deleteJob(prefix, childId, stored[2] or nil, places, stalledKey, eventsKey, metaKey)
     removed[#removed + 1] = childId
   end
 end
