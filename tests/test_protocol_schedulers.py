@@ -49,6 +49,8 @@ def run_iteration(q: Queue, now: int, workers: int = 3) -> list[str]:
     errors_seen: list[BaseException] = []
     start = threading.Barrier(workers)
 
+    # Raw wrapper calls: the harness's take and complete check the queue after each step, and
+    # that check is no snapshot while other threads move jobs.
     def work(index: int) -> None:
         try:
             start.wait()

@@ -312,6 +312,21 @@ class QueueModel:
             return self._push_prioritized(job_id, priority)
         return self._push_ready(job_id)
 
+    def _enqueue_new_job(self, job_id: str, delay: int, run_at: int | None) -> None:
+        """includes/enqueueNewJob.lua: a new job to delayed when it has a run-at, else to
+        prioritized with its priority, else to wait (paused), with the add's event."""
+        job = self.jobs[job_id]
+        if run_at is not None:
+            self.delayed[job_id] = run_at
+            job.state = "delayed"
+            self._emit("delayed", job_id, "delay", delay, "runAt", run_at)
+        elif job.priority:
+            self._push_prioritized(job_id, job.priority)
+            self._emit("prioritized", job_id, "priority", job.priority)
+        else:
+            state = self._push_ready(job_id)
+            self._emit("paused" if state == "paused" else "waiting", job_id, "name", job.name)
+
     def _new_id(self) -> str:
         while True:
             self.id_counter += 1
@@ -513,16 +528,9 @@ class QueueModel:
                 new.state = "waiting-children"
                 self._emit("waiting-children", node.id)
                 parents.append(node.id)
-            elif job.delay:
-                self.delayed[node.id] = now + job.delay
-                new.state = "delayed"
-                self._emit("delayed", node.id, "delay", job.delay, "runAt", now + job.delay)
-            elif job.priority:
-                self._push_prioritized(node.id, job.priority)
-                self._emit("prioritized", node.id, "priority", job.priority)
             else:
-                state = self._push_ready(node.id)
-                self._emit("paused" if state == "paused" else "waiting", node.id, "name", job.name)
+                run_at = now + job.delay if job.delay else None
+                self._enqueue_new_job(node.id, job.delay, run_at)
             replies.append((node.id, 1))
         for joiner, parent in joiners:
             self._join_parent(joiner, parent, now)
@@ -779,17 +787,9 @@ class QueueModel:
             new = self.jobs[new_id]
             new.delay = kept.delay
             new.priority = kept.priority
-            if kept.delay is not None:
-                run_at = min(now + kept.delay, 2**53 - 1)
-                self.delayed[new_id] = run_at
-                new.state = "delayed"
-                self._emit("delayed", new_id, "delay", kept.delay, "runAt", run_at)
-            elif kept.priority:
-                self._push_prioritized(new_id, kept.priority)
-                self._emit("prioritized", new_id, "priority", kept.priority)
-            else:
-                state = self._push_ready(new_id)
-                self._emit("paused" if state == "paused" else "waiting", new_id, "name", kept.name)
+            delay = kept.delay or 0
+            run_at = min(now + delay, 2**53 - 1) if kept.delay is not None else None
+            self._enqueue_new_job(new_id, delay, run_at)
             return
         if dedup_id not in self.dedup_ttl:
             del self.dedup[dedup_id]
@@ -1052,19 +1052,9 @@ class QueueModel:
         )
         self.jobs[job_id] = job
         delay = max(run_at - now, 0)
-        priority = int(settings["priority"])
         job.delay = delay or None
-        job.priority = priority
-        if delay > 0:
-            self.delayed[job_id] = run_at
-            job.state = "delayed"
-            self._emit("delayed", job_id, "delay", delay, "runAt", run_at)
-        elif priority > 0:
-            self._push_prioritized(job_id, priority)
-            self._emit("prioritized", job_id, "priority", priority)
-        else:
-            state = self._push_ready(job_id)
-            self._emit("paused" if state == "paused" else "waiting", job_id, "name", job.name)
+        job.priority = int(settings["priority"])
+        self._enqueue_new_job(job_id, delay, run_at if delay > 0 else None)
         return job_id
 
     def _pending_iteration(self, scheduler_id: str, job_id: str) -> str | None:
