@@ -130,12 +130,11 @@ def _ids(nodes: Sequence[_Placed], replies: Sequence[tuple[str, int]]) -> FlowId
     """The replies, one a node in pre-order, in the shape of the flow: built from the last node
     back, as a node's children all come after it."""
     children: list[list[FlowIds]] = [[] for _ in nodes]
-    built: FlowIds | None = None
+    built: dict[int, FlowIds] = {}
     for index in reversed(range(len(nodes))):
         job_id, added = replies[index]
-        built = FlowIds(job_id, added, tuple(reversed(children[index])))
+        built[index] = FlowIds(job_id, added, tuple(reversed(children[index])))
         above = nodes[index][1]
         if above is not None:
-            children[above].append(built)
-    assert built is not None  # a flow has its root
-    return built
+            children[above].append(built[index])
+    return built[0]  # the root

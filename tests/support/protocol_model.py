@@ -141,10 +141,9 @@ class Scheduler:
     next: int  # the score: the current iteration's run, or the last one's once it has ended
 
     def fields(self) -> dict[str, str]:
-        """The hash: a setting at its default, and an offset of 0, are not stored."""
-        stored = {k: v for k, v in self.settings.items() if SETTING_DEFAULTS.get(k) != v}
+        """The hash: the settings stored, a non-zero offset and the iterations."""
         offset = {"offset": str(self.offset)} if self.offset else {}
-        return {**stored, **offset, "ic": str(self.iterations)}
+        return {**stored_settings(self.settings), **offset, "ic": str(self.iterations)}
 
     def setting(self, name: str) -> str:
         return self.settings.get(name, SETTING_DEFAULTS.get(name, ""))
@@ -162,6 +161,11 @@ SETTING_DEFAULTS = {
     "endDate": "0",
 }
 """A scheduler's settings that stand for none: addJobScheduler-10 does not store them."""
+
+
+def stored_settings(settings: dict[str, str]) -> dict[str, str]:
+    """The settings addJobScheduler-10 stores: those not at their default."""
+    return {k: v for k, v in settings.items() if SETTING_DEFAULTS.get(k) != v}
 
 
 def iteration_id(scheduler_id: str, run_at: int) -> str:
@@ -1104,9 +1108,7 @@ class QueueModel:
         current_id, pending = None, None
         if stored is not None:
             current_id = iteration_id(scheduler_id, stored.next)
-            same = (
-                stored.fields() == Scheduler(settings, stored.offset, stored.iterations, 0).fields()
-            )
+            same = stored_settings(stored.settings) == stored_settings(settings)
             same = same and offset in (0, stored.offset)
             current = self.jobs.get(current_id)
             live = (
