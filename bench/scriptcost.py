@@ -633,11 +633,12 @@ class Operation:
     check: Callable[[redis.Redis, Side, str, int], None]
 
 
-class EchoFlow:
-    """EchoMQ's `echomq_scripts.flows.add_flow`: one addFlow-10 a flow."""
+class EchoSide:
+    """What every EchoMQ side shares: one synchronous client, the queue's key names, and the
+    stream's length as the BullMQ side's. A side adds its own `run`."""
 
     label = "EchoMQ"
-    calls = 1
+    calls = 1  # every EchoMQ operation here is one script call
 
     def __init__(self, port: int) -> None:
         self.client = redis.Redis(host="127.0.0.1", port=port)
@@ -648,13 +649,17 @@ class EchoFlow:
     def prepare(self, queue: str) -> None:
         self.client.hset(self.key(queue, "meta"), "max-events", MAX_EVENTS)
 
+    def close(self) -> None:
+        self.client.close()
+
+
+class EchoFlow(EchoSide):
+    """EchoMQ's `echomq_scripts.flows.add_flow`: one addFlow-10 a flow."""
+
     def run(self, queue: str, count: int) -> None:
         for _ in range(count):
             children = [FlowJob("child", queue) for _ in range(FLOW_CHILDREN)]
             add_flow(self.client, FlowJob("parent", queue, children=children), now=now_ms())
-
-    def close(self) -> None:
-        self.client.close()
 
 
 def check_flows(stats: redis.Redis, side: Side, queue: str, flows: int) -> None:
@@ -674,22 +679,16 @@ def check_flows(stats: redis.Redis, side: Side, queue: str, flows: int) -> None:
         raise RuntimeError(f"{side.label}: {waiting} children waiting, not {flows * FLOW_CHILDREN}")
 
 
-class EchoDedupAdd:
+class EchoDedupAdd(EchoSide):
     """EchoMQ's addStandardJob-6 through its wrapper, with a dedup id and opts.deduplication's
     TTL: each call a new id (`held` False), or every call the one id a job already holds."""
 
-    label = "EchoMQ"
-    calls = 1
-
     def __init__(self, port: int, held: bool) -> None:
-        self.client = redis.Redis(host="127.0.0.1", port=port)
+        super().__init__(port)
         self.held = held
 
-    def key(self, queue: str, name: str) -> str:
-        return f"emq:{{{queue}}}:{name}"
-
     def prepare(self, queue: str) -> None:
-        self.client.hset(self.key(queue, "meta"), "max-events", MAX_EVENTS)
+        super().prepare(queue)
         if self.held:
             self._add(queue, "held")
 
@@ -709,34 +708,16 @@ class EchoDedupAdd:
         for i in range(count):
             self._add(queue, "held" if self.held else f"d{i}")
 
-    def close(self) -> None:
-        self.client.close()
 
-
-class EchoUpsertScheduler:
+class EchoUpsertScheduler(EchoSide):
     """EchoMQ's addJobScheduler-10 through echomq_scripts.schedulers: a new every scheduler a
     call, whose first iteration is due now."""
-
-    label = "EchoMQ"
-    calls = 1
-
-    def __init__(self, port: int) -> None:
-        self.client = redis.Redis(host="127.0.0.1", port=port)
-
-    def key(self, queue: str, name: str) -> str:
-        return f"emq:{{{queue}}}:{name}"
-
-    def prepare(self, queue: str) -> None:
-        self.client.hset(self.key(queue, "meta"), "max-events", MAX_EVENTS)
 
     def run(self, queue: str, count: int) -> None:
         for i in range(count):
             upsert_job_scheduler(
                 self.client, queue, f"s{i}", now=now_ms(), name="job", every=SCHEDULER_EVERY_MS
             )
-
-    def close(self) -> None:
-        self.client.close()
 
 
 def _waiting(stats: redis.Redis, side: Side, queue: str, want: int) -> None:
