@@ -355,6 +355,8 @@ class EchoCycle:
             limit_max=0,
             limit_duration=0,
             concurrency=0,
+            max_metrics=0,
+            backoff_delay=0,
         )
         if next_id:
             self.tokens[next_id] = token

@@ -19,6 +19,7 @@
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
 --- @include "includes/applyRetention"
 --- @include "includes/childFailed"
+--- @include "includes/countFinished"
 --- @include "includes/emitEvent"
 --- @include "includes/finishDedupId"
 --- @include "includes/intArg"
@@ -46,7 +47,7 @@ for _, jobId in ipairs(redis.call("SMEMBERS", stalledKey)) do
       local opts = jobOptions(stored[1])
       redis.call("HSET", jobKey, "failedReason", reason, "finishedOn", nowText)
       redis.call("ZADD", failedKey, nowText, jobId)
-      redis.call("INCR", prefix .. "metrics:failed")
+      countFinished(prefix .. "metrics:failed", 0, now)
       emitEvent(eventsKey, metaKey, "failed", jobId, "prev", "active", "reason", "stalled")
       finishDedupId(prefix, jobId, stored[3], nowText)
       failed[#failed + 1] = jobId

@@ -19,7 +19,6 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
---- @include "includes/backoffDelay"
 --- @include "includes/checkLock"
 --- @include "includes/emitEvent"
 --- @include "includes/fractionArg"
@@ -55,7 +54,10 @@ end
 redis.call("DEL", lockKey)
 redis.call("SREM", stalledKey, jobId)
 local attemptsMade = redis.call("HINCRBY", jobKey, "atm", "1")
-local delay = backoffDelay(base, attemptsMade, jitter)
+-- The call's own backoff, not the job's option (includes/backoffDelay.lua, moveToFinished-14):
+-- base * 2^(attempt - 1), and the jitter's fraction of that on top.
+local delay = base * 2 ^ (attemptsMade - 1)
+delay = math.floor(delay + delay * jitter)
 redis.call("HSET", jobKey, "delay", delay)
 recordFinish(prefix, token, jobId, delay)
 redis.call("ZADD", delayedKey, now + delay, jobId)

@@ -1,7 +1,7 @@
 --- Completes or fails an active job, and optionally picks the next one up in the same call.
 --- Verifies the lock token first, then that the job exists, has no pending and no failed children
 --- (to complete) and is active. A completion stores the return value; a failure stores the reason
---- and stack trace and, while attempts are left, goes to delayed with a backoff instead of to
+--- and stack trace and, while attempts are left, goes to delayed with its backoff instead of to
 --- failed. A finished job is scored by its finish time, counted in the metrics, kept or removed by
 --- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child's value
 --- goes to its parent, and the last pending one moves the parent out of waiting-children; a child
@@ -21,7 +21,7 @@
 --- @key pc                `emq:{q}:pc`                the counter that orders jobs of one priority
 --- @key marker            `emq:{q}:marker`            the marker idle workers block on
 --- @key finished          `emq:{q}:<outcome>`         the completed or the failed set
---- @key metrics           `emq:{q}:metrics:<outcome>` the count of completed or of failed jobs
+--- @key metrics           `emq:{q}:metrics:<outcome>` the metrics of completed or of failed jobs
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
 --- @arg job_id          id                      the job's id
 --- @arg token           string(non-empty)       the worker's lock token
@@ -29,7 +29,7 @@
 --- @arg outcome         enum(completed|failed)  how the job ended
 --- @arg result          string                  the return value (JSON) or the failure reason
 --- @arg stacktrace      string                  the failure's stack trace, or ""
---- @arg jitter          number(0..<1)           a fraction of the retry delay to add (0: none)
+--- @arg jitter          number(0..<1)           the random draw for a backoff with a jitter
 --- @arg fetch_next      bool                    pick the next job up for the same token
 --- @arg lock_duration   int(1..)                the next job's lock time to live, in milliseconds
 --- @arg limit_max       int(0..)                at most this many jobs per limit_duration (0: no
@@ -37,6 +37,10 @@
 --- @arg limit_duration  int(0..)                the rate limiter's window, in milliseconds
 --- @arg concurrency     int(0..)                at most this many jobs active in the queue (0: no
 ---     cap)
+--- @arg max_metrics     int(0..)                keep this many per-minute points of the metrics
+---     series (0: only the count)
+--- @arg backoff_delay   int(0..)                the retry delay the caller computed, for a backoff
+---     of a type other than fixed and exponential
 --- @return tuple[string, string, hash, int]  where the job went ("completed", "failed" or
 ---     "delayed"), then the next job as moveToActive answers it
 --- @error -1 JobNotExist
@@ -49,6 +53,7 @@
 --- @include "includes/backoffDelay"
 --- @include "includes/checkLock"
 --- @include "includes/childFailed"
+--- @include "includes/countFinished"
 --- @include "includes/digitsArg"
 --- @include "includes/emitEvent"
 --- @include "includes/enumArg"
@@ -82,6 +87,8 @@ digitsArg(lockDuration, "lock_duration", 1)
 local limitMax = intArg(ARGV[10], "limit_max", 0)
 local limitDuration = intArg(ARGV[11], "limit_duration", 0)
 local concurrency = intArg(ARGV[12], "concurrency", 0)
+local maxMetrics = intArg(ARGV[13], "max_metrics", 0)
+local customDelay = intArg(ARGV[14], "backoff_delay", 0)
 
 local prefix = queuePrefix(waitKey)
 local jobKey = prefix .. jobId
@@ -129,8 +136,7 @@ redis.call("SREM", stalledKey, jobId)
 local went = outcome
 local retryAt = nil
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
-  local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
-  local delay = backoffDelay(base, attemptsMade, jitter)
+  local delay = backoffDelay(opts.backoff, attemptsMade, jitter, customDelay)
   redis.call("HSET", jobKey, "atm", attemptsText, "failedReason", result, "stacktrace", stacktrace,
     "delay", delay)
   went, retryAt = "delayed", now + delay
@@ -142,7 +148,7 @@ else
       stacktrace, "finishedOn", nowText)
   end
   redis.call("ZADD", finishedKey, nowText, jobId)
-  redis.call("INCR", metricsKey)
+  countFinished(metricsKey, maxMetrics, now)
   emitEvent(eventsKey, metaKey, outcome, jobId, "prev", "active")
   finishDedupId(prefix, jobId, dedupId, nowText)
   local rule = opts.removeOnFail

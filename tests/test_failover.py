@@ -138,6 +138,8 @@ def test_no_job_is_lost_or_completed_twice_across_a_failover(
                 limit_max=0,
                 limit_duration=0,
                 concurrency=0,
+                max_metrics=0,
+                backoff_delay=0,
             )
             completions[job_id] += 1
         except OUTAGE:

@@ -81,9 +81,22 @@ def job_options(draw: st.DrawFn) -> dict[str, Any]:
     attempts = draw(st.sampled_from([None, 1, 2, 3, 3, "2", 2.5]))
     if attempts is not None:
         opts["attempts"] = attempts
-    backoff = draw(st.sampled_from([None, None, 0, 10, 1000, "10", 10.5]))
-    if backoff is not None:
-        opts["backoff"] = {"delay": backoff}
+    # Every backoff form: a plain number (fixed), no type (exponential), each type, a jitter.
+    delay = draw(st.sampled_from([None, None, 0, 10, 1000, "10", 10.5]))
+    if delay is not None:
+        backoff: Any = draw(
+            st.sampled_from(
+                [
+                    {"delay": delay},
+                    {"type": "exponential", "delay": delay, "jitter": 0.5},
+                    {"type": "fixed", "delay": delay},
+                    {"type": "fixed", "delay": delay, "jitter": 1},
+                    {"type": "custom"},
+                    delay,
+                ]
+            )
+        )
+        opts["backoff"] = backoff
     for option in ("removeOnComplete", "removeOnFail"):
         rule = draw(st.sampled_from([*RETENTION_RULES, None, None]))
         if rule is not None:
@@ -423,6 +436,9 @@ class QueueMachine(RuleBasedStateMachine):
         holder = self.model.jobs[job_id].lock
         token = holder if own_token and holder is not None else self.new_token()
         now = self.now
+        # A worker with a metrics series, or without; a custom backoff's delay, computed.
+        max_metrics = data.draw(st.sampled_from([0, 0, 3]))
+        custom_delay = data.draw(st.sampled_from([0, 40]))
 
         def again() -> Any:
             return call(
@@ -441,13 +457,23 @@ class QueueMachine(RuleBasedStateMachine):
                     limit_max=0,
                     limit_duration=0,
                     concurrency=0,
+                    max_metrics=max_metrics,
+                    backoff_delay=custom_delay,
                 )
             )
 
         def model() -> Any:
             result = json.dumps(f"r-{job_id}-{now}")
             return self.model.move_to_finished(
-                job_id, token, now, outcome, result, jitter, fetch_next
+                job_id,
+                token,
+                now,
+                outcome,
+                result,
+                jitter,
+                fetch_next,
+                max_metrics=max_metrics,
+                custom_delay=custom_delay,
             )
 
         got = again()
@@ -815,7 +841,9 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
         pipe.zrange(keys.state(QUEUE, state), 0, -1, withscores=True)
     pipe.smembers(keys.stalled(QUEUE))
     pipe.mget(keys.id_counter(QUEUE), keys.priority_counter(QUEUE))
-    pipe.mget(keys.metrics(QUEUE, "completed"), keys.metrics(QUEUE, "failed"))
+    for outcome in ("completed", "failed"):
+        pipe.hgetall(keys.metrics(QUEUE, outcome))
+        pipe.lrange(keys.metrics_data(QUEUE, outcome), 0, -1)
     pipe.xrange(keys.events(QUEUE))
     pipe.zrange(keys.marker(QUEUE), 0, -1, withscores=True)
     pipe.hget(keys.meta(QUEUE), "paused")
@@ -847,8 +875,14 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
     id_counter, pc = next(replies)
     assert int(id_counter or 0) == model.id_counter
     assert int(pc or 0) == model.pc
-    metrics = next(replies)
-    assert {"completed": int(metrics[0] or 0), "failed": int(metrics[1] or 0)} == model.metrics
+    for outcome in ("completed", "failed"):
+        counted = {text(k): int(v) for k, v in next(replies).items()}
+        series = [int(v) for v in next(replies)]
+        metrics = model.metrics[outcome]
+        want = {"count": metrics.count} if metrics.count else {}
+        if metrics.prev_ts is not None:
+            want |= {"prevTS": metrics.prev_ts, "prevCount": metrics.prev_count}
+        assert (counted, series) == (want, metrics.data), f"the metrics of {outcome}"
     events: list[Event] = []
     for _, fields in next(replies):
         flat = [text(x) for pair in fields.items() for x in pair]
@@ -931,7 +965,7 @@ def check_marker(marker: dict[bytes, float], model: QueueModel) -> None:
 def check_no_orphans(r: redis.Redis, names: set[str], model: QueueModel) -> None:
     # The queue's own names; "metrics", "de" and "token" start families of keys instead.
     queue_keys = keys.RESERVED_IDS - {"metrics", "de", "token"}
-    queue_keys |= {"metrics:completed", "metrics:failed"}
+    queue_keys |= {f"metrics:{o}{data}" for o in ("completed", "failed") for data in ("", ":data")}
     jobs = model.jobs
     tokens: dict[str, str] = {}
     for name in names:

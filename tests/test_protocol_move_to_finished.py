@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+import redis
 
 from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
@@ -95,11 +96,11 @@ def test_a_failure_with_attempts_left_is_retried_with_exponential_backoff(q: Que
     assert q.lock("a") is None
     assert q.metric("failed") == 0
     assert q.last_event() == {"event": "delayed", "jobId": "a", "delay": "1000", "prev": "active"}
-    # Second attempt: 1000 * 2^1, plus half of it as jitter.
+    # Second attempt: 1000 * 2^1. The draw counts only for a backoff with a jitter.
     assert q.take_id(now=NOW + 1010) == "a"
     assert q.fail("a", "second", now=NOW + 2000, jitter=0.5) == ("delayed", "", {}, 0)
-    assert q.job("a")["delay"] == "3000"
-    assert q.scores("delayed") == {"a": NOW + 2000 + 3000}
+    assert q.job("a")["delay"] == "2000"
+    assert q.scores("delayed") == {"a": NOW + 2000 + 2000}
     # The third failure is the last attempt: terminal.
     assert q.take_id(now=NOW + 5000) == "a"
     assert q.fail("a", "third", now=NOW + 6000) == ("failed", "", {}, 0)
@@ -351,3 +352,75 @@ def test_fetch_next_respects_the_limiter_the_cap_and_the_pause(q: Queue) -> None
     q.pause()
     assert q.complete("c", fetch_next=True) == ("completed", "", {}, 0)
     assert q.check() == {"a": "completed", "b": "completed", "c": "completed", "d": "paused"}
+
+
+def retried_delays(q: Queue, backoff: object, jitter: float = 0.0, custom: int = 0) -> list[int]:
+    """The delays of three retries of one job with this backoff option."""
+    q.add("b", opts={"attempts": 4, "backoff": backoff})
+    delays = []
+    now = NOW
+    for _ in range(3):
+        assert q.take_id(now=now) == "b"
+        went = q.fail("b", now=now, jitter=jitter, backoff_delay=custom)
+        assert went[0] == "delayed"
+        delays.append(int(q.job("b")["delay"]))
+        assert q.scores("delayed") == {"b": now + delays[-1]}
+        now += delays[-1]
+    return delays
+
+
+@pytest.mark.parametrize(
+    ("backoff", "jitter", "delays"),
+    [
+        ({"type": "exponential", "delay": 100}, 0.9, [100, 200, 400]),
+        ({"delay": 100}, 0.0, [100, 200, 400]),  # no type: exponential
+        ({"type": "fixed", "delay": 100}, 0.9, [100, 100, 100]),
+        (250, 0.5, [250, 250, 250]),  # a plain number: fixed
+        # A jitter draws from [d * (1 - jitter), d]: here d * 0.5 + d * 0.5 * 0.5.
+        ({"type": "fixed", "delay": 100, "jitter": 0.5}, 0.5, [75, 75, 75]),
+        ({"type": "exponential", "delay": 100, "jitter": 1}, 0.25, [25, 50, 100]),
+        ("soon", 0.0, [0, 0, 0]),  # not a backoff: no delay
+    ],
+)
+def test_each_backoff_type_gives_its_delays(
+    q: Queue, backoff: object, jitter: float, delays: list[int]
+) -> None:
+    assert retried_delays(q, backoff, jitter) == delays
+
+
+def test_a_backoff_of_another_type_takes_the_delay_the_caller_computed(q: Queue) -> None:
+    assert retried_delays(q, {"type": "myStrategy", "delay": 5}, 0.5, custom=1234) == [1234] * 3
+
+
+def test_every_finish_is_counted_and_a_series_is_kept_per_minute(q: Queue) -> None:
+    minute = 60_000
+    start = (NOW // minute + 1) * minute  # the start of a minute
+    # Two jobs finish in the first minute, none in the second and third, one in the fourth.
+    for n, at in enumerate([start + 5, start + 59_999, start + 3 * minute + 1, start + 4 * minute]):
+        job_id = f"m{n}"
+        q.add(job_id, now=at)
+        assert q.take_id(now=at) == job_id
+        q.complete(job_id, now=at, max_metrics=3)
+    count, last, then, points, total = g.get_metrics(
+        q.r, queue=q.name, outcome="completed", start=0, stop=-1
+    )
+    # The first minute's two, its two quiet minutes, the fourth minute's one; the last job's
+    # minute is not over. Three points are kept, newest first: the first minute's fell off.
+    assert (count, last, then) == (4, start + 4 * minute, 3)
+    assert (points, total) == ([1, 0, 0], 3)
+    assert g.get_metrics(q.r, queue=q.name, outcome="completed", start=1, stop=1)[3] == [0]
+    assert g.get_metrics(q.r, queue=q.name, outcome="failed", start=0, stop=-1) == (0, 0, 0, [], 0)
+
+
+def test_without_a_series_only_the_count_goes_up(q: Queue) -> None:
+    q.add("a")
+    assert q.take_id() == "a"
+    q.fail("a")
+    assert q.hash("metrics:failed") == {"count": "1"}
+    assert not q.r.exists(q.key("metrics:failed:data"))
+
+
+def test_get_metrics_refuses_keys_of_another_series(r: redis.Redis) -> None:
+    keys = list(g.get_metrics_keys("q", "completed"))
+    with pytest.raises(LuaError, match="is not the queue's metrics:failed key"):
+        g.get_metrics(r, keys=g.GetMetricsKeys(*keys), outcome="failed", start=0, stop=-1)

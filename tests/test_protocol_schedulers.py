@@ -84,6 +84,8 @@ def run_iteration(q: Queue, now: int, workers: int = 3) -> list[str]:
                 limit_max=0,
                 limit_duration=0,
                 concurrency=0,
+                max_metrics=0,
+                backoff_delay=0,
             )
         except BaseException as failure:  # reported below, on the test's thread
             errors_seen.append(failure)

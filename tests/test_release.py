@@ -285,6 +285,8 @@ def test_two_releases_run_side_by_side_in_one_redis(
         "limit_max": 0,
         "limit_duration": 0,
         "concurrency": 0,
+        "max_metrics": 0,
+        "backoff_delay": 0,
     }
     for job_id, adder, taker, beater, finisher in (
         ("a", one, two, one, two),

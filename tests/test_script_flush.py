@@ -79,6 +79,8 @@ def finish_args(job_id: str, token: str) -> dict[str, Any]:
         "limit_max": 0,
         "limit_duration": 0,
         "concurrency": 0,
+        "max_metrics": 0,
+        "backoff_delay": 0,
     }
 
 

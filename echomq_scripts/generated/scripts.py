@@ -237,7 +237,7 @@ _ADD_FLOW = Script(
         name="addFlow",
         script_id="addFlow-10",
         num_keys=10,
-        sha1="5cc851f62d5b7f019d75d4d40e175569b2a6c567",
+        sha1="be2d115d0a5e4dfd4f232505d70255dff3b5404e",
         returns="list[tuple[string, int]]",
         codes=(-5, -7, -8),
         package="echomq_scripts.generated",
@@ -2131,6 +2131,164 @@ def get_job_state_pipeline(
     return Pending(_GET_JOB_STATE, _index, job_id)
 
 
+class GetMetricsKeys(NamedTuple):
+    """The keys of getMetrics-2, in KEYS order."""
+
+    metrics: str
+    """The outcome's metrics hash (emq:{q}:metrics:<outcome>)"""
+    data: str
+    """The outcome's per-minute series (emq:{q}:metrics:<outcome>:data)"""
+
+
+GetMetricsOutcome = Literal["completed", "failed"]
+"""The values of `outcome`."""
+_GET_METRICS_OUTCOME: tuple[str, ...] = get_args(GetMetricsOutcome)
+
+_GET_METRICS = Script(
+    ScriptSpec(
+        name="getMetrics",
+        script_id="getMetrics-2",
+        num_keys=2,
+        sha1="61f449025367a4d6245239a2969ddd5c99ee9d41",
+        returns="tuple[int, int, int, list[int], int]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:metrics:<outcome>",
+            "emq:{q}:metrics:<outcome>:data",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def get_metrics_keys(
+    queue: str,
+    outcome: GetMetricsOutcome,
+) -> GetMetricsKeys:
+    """The keys of getMetrics-2 for `queue` and the ids they name."""
+    _script = "getMetrics-2"
+    runtime.enum_arg(_script, "outcome", outcome, _GET_METRICS_OUTCOME)
+    _built = _GET_METRICS.keys_for(
+        queue,
+        {
+            "outcome": outcome,
+        },
+    )
+    return GetMetricsKeys(*_built)
+
+
+def _get_metrics_call(
+    queue: str | None,
+    keys: GetMetricsKeys | None,
+    outcome: GetMetricsOutcome,
+    start: int,
+    stop: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getMetrics-2"
+    _encoded: list[bytes] = [
+        runtime.enum_arg(_script, "outcome", outcome, _GET_METRICS_OUTCOME),
+        runtime.int_arg(_script, "start", start),
+        runtime.int_arg(_script, "stop", stop),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_METRICS.keys_for(
+            queue,
+            {
+                "outcome": outcome,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 2)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_metrics(
+    client: SyncClient,
+    *,
+    outcome: GetMetricsOutcome,
+    start: int,
+    stop: int,
+    queue: str | None = None,
+    keys: GetMetricsKeys | None = None,
+) -> tuple[int, int, int, list[int], int]:
+    """Reads the metrics of completed or of failed jobs.
+
+    The count since the queue began, the per-minute series' bookkeeping and a page of its
+    points, newest minute first. It only reads.
+
+    Args:
+        outcome (enum(completed|failed)): which jobs' metrics
+        start (int): the first point to answer (0: the newest minute; a negative index
+        counts from the oldest, as LRANGE's)
+        stop (int): the last point to answer, included (-1: the oldest)
+
+    Returns:
+        tuple[int, int, int, list[int], int]: the count, the series' last minute (prevTS,
+        ms; 0 before the first point), the count then (prevCount), the points asked for, and
+        how many points the series holds
+    """
+    _keys, _args = _get_metrics_call(
+        queue,
+        keys,
+        outcome,
+        start,
+        stop,
+    )
+    _reply = _GET_METRICS.run(client, _keys, _args)
+    return cast(tuple[int, int, int, list[int], int], _GET_METRICS.result(_reply))
+
+
+async def get_metrics_async(
+    client: AsyncClient,
+    *,
+    outcome: GetMetricsOutcome,
+    start: int,
+    stop: int,
+    queue: str | None = None,
+    keys: GetMetricsKeys | None = None,
+) -> tuple[int, int, int, list[int], int]:
+    """`get_metrics` for redis.asyncio clients."""
+    _keys, _args = _get_metrics_call(
+        queue,
+        keys,
+        outcome,
+        start,
+        stop,
+    )
+    _reply = await _GET_METRICS.run_async(client, _keys, _args)
+    return cast(tuple[int, int, int, list[int], int], _GET_METRICS.result(_reply))
+
+
+def get_metrics_pipeline(
+    pipe: PipelineClient,
+    *,
+    outcome: GetMetricsOutcome,
+    start: int,
+    stop: int,
+    queue: str | None = None,
+    keys: GetMetricsKeys | None = None,
+) -> Pending[tuple[int, int, int, list[int], int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_metrics_call(
+        queue,
+        keys,
+        outcome,
+        start,
+        stop,
+    )
+    _index = _GET_METRICS.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_METRICS, _index, None)
+
+
 class MoveStalledJobsToWaitKeys(NamedTuple):
     """The keys of moveStalledJobsToWait-8, in KEYS order."""
 
@@ -2157,7 +2315,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="0f08269c5e3875f61379997a388ba26b67577c5d",
+        sha1="178563481aff642567c41579da670bd24395c0d8",
         returns="tuple[list[string], list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -2507,7 +2665,7 @@ _MOVE_TO_DELAYED = Script(
         name="moveToDelayed",
         script_id="moveToDelayed-8",
         num_keys=8,
-        sha1="3638c3dad87308d18427aea640197c28a3792b5c",
+        sha1="0e1cab505a67b9e99eac9ddce86cd5e7717b80f2",
         returns="int",
         codes=(-1, -2, -3, -6),
         package="echomq_scripts.generated",
@@ -2703,7 +2861,7 @@ class MoveToFinishedKeys(NamedTuple):
     finished: str
     """The completed or the failed set (emq:{q}:<outcome>)"""
     metrics: str
-    """The count of completed or of failed jobs (emq:{q}:metrics:<outcome>)"""
+    """The metrics of completed or of failed jobs (emq:{q}:metrics:<outcome>)"""
     waiting_children: str
     """The waiting-children set (emq:{q}:waiting-children)"""
 
@@ -2717,7 +2875,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="d9bbfbbb829e65a50d2882670cb310e15040cea4",
+        sha1="7c96061a0683cd569721d721b462fb950b141484",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
@@ -2774,6 +2932,8 @@ def _move_to_finished_call(
     limit_max: int,
     limit_duration: int,
     concurrency: int,
+    max_metrics: int,
+    backoff_delay: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToFinished-14"
     _encoded: list[bytes] = [
@@ -2789,6 +2949,8 @@ def _move_to_finished_call(
         runtime.int_arg(_script, "limit_max", limit_max, low=0),
         runtime.int_arg(_script, "limit_duration", limit_duration, low=0),
         runtime.int_arg(_script, "concurrency", concurrency, low=0),
+        runtime.int_arg(_script, "max_metrics", max_metrics, low=0),
+        runtime.int_arg(_script, "backoff_delay", backoff_delay, low=0),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -2824,6 +2986,8 @@ def move_to_finished(
     limit_max: int,
     limit_duration: int,
     concurrency: int,
+    max_metrics: int,
+    backoff_delay: int,
     queue: str | None = None,
     keys: MoveToFinishedKeys | None = None,
 ) -> tuple[str, str, dict[str, str], int]:
@@ -2831,7 +2995,7 @@ def move_to_finished(
 
     Verifies the lock token first, then that the job exists, has no pending and no failed
     children (to complete) and is active. A completion stores the return value; a failure
-    stores the reason and stack trace and, while attempts are left, goes to delayed with a
+    stores the reason and stack trace and, while attempts are left, goes to delayed with its
     backoff instead of to failed. A finished job is scored by its finish time, counted in
     the metrics, kept or removed by removeOnComplete / removeOnFail, and releases its
     deduplication id. A completed child's value goes to its parent, and the last pending one
@@ -2848,12 +3012,16 @@ def move_to_finished(
         outcome (enum(completed|failed)): how the job ended
         result (string): the return value (JSON) or the failure reason
         stacktrace (string): the failure's stack trace, or ""
-        jitter (number(0..<1)): a fraction of the retry delay to add (0: none)
+        jitter (number(0..<1)): the random draw for a backoff with a jitter
         fetch_next (bool): pick the next job up for the same token
         lock_duration (int(1..)): the next job's lock time to live, in milliseconds
         limit_max (int(0..)): at most this many jobs per limit_duration (0: no limit)
         limit_duration (int(0..)): the rate limiter's window, in milliseconds
         concurrency (int(0..)): at most this many jobs active in the queue (0: no cap)
+        max_metrics (int(0..)): keep this many per-minute points of the metrics series (0:
+        only the count)
+        backoff_delay (int(0..)): the retry delay the caller computed, for a backoff of a
+        type other than fixed and exponential
 
     Returns:
         tuple[string, string, hash, int]: where the job went ("completed", "failed" or
@@ -2882,6 +3050,8 @@ def move_to_finished(
         limit_max,
         limit_duration,
         concurrency,
+        max_metrics,
+        backoff_delay,
     )
     _reply = _MOVE_TO_FINISHED.run(client, _keys, _args)
     return cast(tuple[str, str, dict[str, str], int], _MOVE_TO_FINISHED.result(_reply, job_id))
@@ -2902,6 +3072,8 @@ async def move_to_finished_async(
     limit_max: int,
     limit_duration: int,
     concurrency: int,
+    max_metrics: int,
+    backoff_delay: int,
     queue: str | None = None,
     keys: MoveToFinishedKeys | None = None,
 ) -> tuple[str, str, dict[str, str], int]:
@@ -2921,6 +3093,8 @@ async def move_to_finished_async(
         limit_max,
         limit_duration,
         concurrency,
+        max_metrics,
+        backoff_delay,
     )
     _reply = await _MOVE_TO_FINISHED.run_async(client, _keys, _args)
     return cast(tuple[str, str, dict[str, str], int], _MOVE_TO_FINISHED.result(_reply, job_id))
@@ -2941,6 +3115,8 @@ def move_to_finished_pipeline(
     limit_max: int,
     limit_duration: int,
     concurrency: int,
+    max_metrics: int,
+    backoff_delay: int,
     queue: str | None = None,
     keys: MoveToFinishedKeys | None = None,
 ) -> Pending[tuple[str, str, dict[str, str], int]]:
@@ -2960,6 +3136,8 @@ def move_to_finished_pipeline(
         limit_max,
         limit_duration,
         concurrency,
+        max_metrics,
+        backoff_delay,
     )
     _index = _MOVE_TO_FINISHED.add_to_pipeline(pipe, _keys, _args)
     return Pending(_MOVE_TO_FINISHED, _index, job_id)
@@ -4268,6 +4446,7 @@ SCRIPTS: tuple[Script, ...] = (
     _GET_JOB_SCHEDULER,
     _GET_JOB_SCHEDULERS,
     _GET_JOB_STATE,
+    _GET_METRICS,
     _MOVE_STALLED_JOBS_TO_WAIT,
     _MOVE_TO_ACTIVE,
     _MOVE_TO_DELAYED,

@@ -168,10 +168,16 @@ def marker(queue: str) -> str:
 
 
 def metrics(queue: str, outcome: str) -> str:
-    """STRING count of the queue's completed or failed jobs."""
+    """HASH of the metrics of the queue's completed or failed jobs: "count", and the per-minute
+    series' "prevTS" and "prevCount"."""
     if outcome not in ("completed", "failed"):
         raise KeyNameError(f"metrics are kept for 'completed' and 'failed', not {outcome!r}")
     return prefix(queue) + "metrics:" + outcome
+
+
+def metrics_data(queue: str, outcome: str) -> str:
+    """LIST of the per-minute counts of completed or failed jobs, newest minute first."""
+    return metrics(queue, outcome) + ":data"
 
 
 def job(queue: str, job_id: str) -> str:

@@ -1,4 +1,5 @@
 --- @include "applyRetention"
+--- @include "countFinished"
 --- @include "emitEvent"
 --- @include "jobOptions"
 --- @include "queuePrefix"
@@ -48,7 +49,7 @@ local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason,
     reason = "child " .. childKey .. " failed"
     redis.call("HSET", parentKey, "failedReason", reason, "finishedOn", nowText)
     redis.call("ZADD", prefix .. "failed", nowText, parentId)
-    redis.call("INCR", prefix .. "metrics:failed")
+    countFinished(prefix .. "metrics:failed", 0, tonumber(nowText))
     emitEvent(prefix .. "events", prefix .. "meta", "failed", parentId, "prev", "waiting-children")
     finishDedupId(prefix, parentId, stored[3], nowText)
     opts = jobOptions(stored[1])

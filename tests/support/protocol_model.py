@@ -59,6 +59,49 @@ def keep_rule(rule: object) -> tuple[bool, int | None, float | None]:
     )
 
 
+def backoff_delay(backoff: object, attempt: int, draw: float, custom: int) -> int:
+    """includes/backoffDelay.lua: the retry delay by a job's `backoff` option."""
+    if isinstance(backoff, int | float) and not isinstance(backoff, bool):
+        return max(math.floor(backoff), 0)
+    if not isinstance(backoff, dict):
+        return 0
+    kind = backoff.get("type")
+    delay = lua_number(backoff.get("delay")) or 0
+    if kind in ("exponential", None):
+        delay = delay * 2 ** (attempt - 1)
+    elif kind != "fixed":
+        return custom
+    share = lua_number(backoff.get("jitter")) or 0
+    if share > 0:
+        share = min(share, 1)
+        delay = delay * (1 - share) + delay * share * draw
+    return max(math.floor(delay), 0)
+
+
+@dataclass
+class Metrics:
+    """One outcome's metrics hash and its per-minute series (includes/countFinished.lua)."""
+
+    count: int = 0
+    prev_ts: int | None = None
+    prev_count: int = 0
+    data: list[int] = field(default_factory=list)  # newest minute first
+
+    def count_finished(self, keep: int, now: int) -> None:
+        self.count += 1
+        if keep == 0:
+            return
+        if self.prev_ts is None:
+            self.prev_ts, self.prev_count = now, self.count - 1
+            return
+        minutes = now // 60000 - self.prev_ts // 60000
+        if minutes <= 0:
+            return
+        points = [self.count - 1 - self.prev_count] + [0] * (min(minutes, keep) - 1)
+        self.data = (points[::-1] + self.data)[:keep]
+        self.prev_ts, self.prev_count = now, self.count - 1
+
+
 @dataclass
 class Job:
     """One job hash and where it is."""
@@ -258,7 +301,9 @@ class QueueModel:
     # A token's record: (the job it holds or held last, the job it finished, that finish's answer)
     tokens: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
-    metrics: dict[str, int] = field(default_factory=lambda: {"completed": 0, "failed": 0})
+    metrics: dict[str, Metrics] = field(
+        default_factory=lambda: {"completed": Metrics(), "failed": Metrics()}
+    )
 
     # -- reading --------------------------------------------------------------------------
 
@@ -762,7 +807,7 @@ class QueueModel:
             parent.finished_on = now
             self.failed[parent_id] = now
             parent.state = "failed"
-            self.metrics["failed"] += 1
+            self.metrics["failed"].count_finished(0, now)
             self._emit("failed", parent_id, "prev", "waiting-children")
             self._finish_dedup(parent, now)
             self._retention(self.failed, parent_id, parent.opts.get("removeOnFail"), now)
@@ -808,6 +853,8 @@ class QueueModel:
         jitter: float,
         fetch_next: bool,
         concurrency: int = 0,
+        max_metrics: int = 0,
+        custom_delay: int = 0,
     ) -> tuple[str, str, dict[str, str] | None, int] | int:
         code = self._lock_code(job_id, token)
         if code:
@@ -830,10 +877,7 @@ class QueueModel:
         attempts = lua_number(job.opts.get("attempts")) or 1
         retry_at = None
         if outcome == "failed" and job.atm < attempts:
-            backoff = job.opts.get("backoff")
-            base = (lua_number(backoff.get("delay")) if isinstance(backoff, dict) else 0) or 0
-            d = base * 2 ** (job.atm - 1)
-            job.delay = math.floor(d + d * jitter)
+            job.delay = backoff_delay(job.opts.get("backoff"), job.atm, jitter, custom_delay)
             job.failed_reason = result
             went, retry_at = "delayed", now + job.delay
             job.state = "delayed (in flight)"
@@ -848,7 +892,7 @@ class QueueModel:
                 finished = self.failed
             finished[job_id] = now
             job.state = outcome
-            self.metrics[outcome] += 1
+            self.metrics[outcome].count_finished(max_metrics, now)
             self._emit(outcome, job_id, "prev", "active")
             self._finish_dedup(job, now)
             rule = job.opts.get("removeOnComplete" if outcome == "completed" else "removeOnFail")
@@ -1228,7 +1272,7 @@ class QueueModel:
                 job.failed_reason, job.finished_on = "job stalled more than allowable limit", now
                 self.failed[job_id] = now
                 job.state = "failed"
-                self.metrics["failed"] += 1
+                self.metrics["failed"].count_finished(0, now)
                 self._emit("failed", job_id, "prev", "active", "reason", "stalled")
                 self._finish_dedup(job, now)
                 failed.append(job_id)

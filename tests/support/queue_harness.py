@@ -174,6 +174,8 @@ class Queue:
         limit_max: int = 0,
         limit_duration: int = 0,
         concurrency: int = 0,
+        max_metrics: int = 0,
+        backoff_delay: int = 0,
     ) -> tuple[str, str, dict[str, str], int]:
         """moveToFinished-14, with the token that took the job unless one is given; a job it
         fetches keeps that token."""
@@ -194,6 +196,8 @@ class Queue:
                 limit_max=limit_max,
                 limit_duration=limit_duration,
                 concurrency=concurrency,
+                max_metrics=max_metrics,
+                backoff_delay=backoff_delay,
             )
         finally:
             self.check()
@@ -325,7 +329,7 @@ class Queue:
         return {text(v) for v in self.r.smembers(self.key("stalled"))}
 
     def metric(self, outcome: str) -> int:
-        value = self.r.get(self.key(f"metrics:{outcome}"))
+        value = self.r.hget(self.key(f"metrics:{outcome}"), "count")
         return 0 if value is None else int(value)
 
     def events(self) -> list[dict[str, str]]:

@@ -345,6 +345,8 @@ class Slot:
                 limit_max=0,
                 limit_duration=0,
                 concurrency=0,
+                max_metrics=0,
+                backoff_delay=0,
             )
         except ScriptFailed as exc:
             field_name = "returnvalue" if outcome == "completed" else "failedReason"
@@ -603,7 +605,7 @@ def counts(client: redis.Redis, queue: str) -> str:
 
 
 def metric(client: redis.Redis, queue: str, outcome: str = "completed") -> int:
-    return int(client.get(keys.metrics(queue, outcome)) or 0)
+    return int(client.hget(keys.metrics(queue, outcome), "count") or 0)
 
 
 def completed_events(client: redis.Redis, queue: str) -> Counter[str]:

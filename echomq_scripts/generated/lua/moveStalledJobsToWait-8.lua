@@ -63,6 +63,44 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   end
   return removedOwn
 end
+-- Counts a job that finished (completed, or failed for good) in its outcome's metrics hash
+-- `metricsKey` (`emq:{q}:metrics:<outcome>`): "count" goes up by one. With `keep` above 0 it also
+-- keeps the per-minute series, the list `<metricsKey>:data`, newest minute first, at most `keep`
+-- points: the first finish of a later minute than "prevTS" (the minute of the last point)
+-- pushes how many finished in that minute, "count" then less "prevCount", and a 0 for each
+-- minute after it in which none did, so a queue that finishes nothing writes nothing.
+local function countFinished(metricsKey, keep, now)
+  local count = redis.call("HINCRBY", metricsKey, "count", "1")
+  if keep == 0 then
+    return
+  end
+  local last = redis.call("HMGET", metricsKey, "prevTS", "prevCount")
+  local before = string.format("%d", count - 1) -- the jobs that finished before this one
+  local lastAt = tonumber(last[1])
+  if not lastAt then
+    -- The series starts in this minute, with this job.
+    redis.call("HSET", metricsKey, "prevTS", string.format("%d", now), "prevCount", before)
+    return
+  end
+  local minutes = math.floor(now / 60000) - math.floor(lastAt / 60000)
+  if minutes <= 0 then
+    return
+  end
+  local dataKey = metricsKey .. ":data"
+  redis.call("LPUSH", dataKey, string.format("%d", count - 1 - (tonumber(last[2]) or 0)))
+  -- The quiet minutes, at most the series' length, in batches: unpack has a stack limit.
+  local quiet = math.min(minutes, keep) - 1
+  while quiet > 0 do
+    local zeros = {}
+    for i = 1, math.min(quiet, 1000) do
+      zeros[i] = "0"
+    end
+    redis.call("LPUSH", dataKey, unpack(zeros))
+    quiet = quiet - #zeros
+  end
+  redis.call("LTRIM", dataKey, "0", string.format("%d", keep - 1))
+  redis.call("HSET", metricsKey, "prevTS", string.format("%d", now), "prevCount", before)
+end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
@@ -310,7 +348,7 @@ local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason,
     reason = "child " .. childKey .. " failed"
     redis.call("HSET", parentKey, "failedReason", reason, "finishedOn", nowText)
     redis.call("ZADD", prefix .. "failed", nowText, parentId)
-    redis.call("INCR", prefix .. "metrics:failed")
+    countFinished(prefix .. "metrics:failed", 0, tonumber(nowText))
     emitEvent(prefix .. "events", prefix .. "meta", "failed", parentId, "prev", "waiting-children")
     finishDedupId(prefix, parentId, stored[3], nowText)
     opts = jobOptions(stored[1])
@@ -374,7 +412,7 @@ for _, jobId in ipairs(redis.call("SMEMBERS", stalledKey)) do
       local opts = jobOptions(stored[1])
       redis.call("HSET", jobKey, "failedReason", reason, "finishedOn", nowText)
       redis.call("ZADD", failedKey, nowText, jobId)
-      redis.call("INCR", prefix .. "metrics:failed")
+      countFinished(prefix .. "metrics:failed", 0, now)
       emitEvent(eventsKey, metaKey, "failed", jobId, "prev", "active", "reason", "stalled")
       finishDedupId(prefix, jobId, stored[3], nowText)
       failed[#failed + 1] = jobId

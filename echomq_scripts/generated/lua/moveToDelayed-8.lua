@@ -19,12 +19,6 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
--- The retry delay after `attempt` failed attempts: base * 2^(attempt - 1), plus `jitter` (a
--- fraction in [0, 1) that the caller drew: Lua's math.random is not random inside Redis) of it.
-local function backoffDelay(base, attempt, jitter)
-  local delay = base * 2 ^ (attempt - 1)
-  return math.floor(delay + delay * jitter)
-end
 -- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
 -- lock is gone, -6 when another worker holds it).
 local function checkLock(lockKey, token)
@@ -182,7 +176,10 @@ end
 redis.call("DEL", lockKey)
 redis.call("SREM", stalledKey, jobId)
 local attemptsMade = redis.call("HINCRBY", jobKey, "atm", "1")
-local delay = backoffDelay(base, attemptsMade, jitter)
+-- The call's own backoff, not the job's option (includes/backoffDelay.lua, moveToFinished-14):
+-- base * 2^(attempt - 1), and the jitter's fraction of that on top.
+local delay = base * 2 ^ (attemptsMade - 1)
+delay = math.floor(delay + delay * jitter)
 redis.call("HSET", jobKey, "delay", delay)
 recordFinish(prefix, token, jobId, delay)
 redis.call("ZADD", delayedKey, now + delay, jobId)

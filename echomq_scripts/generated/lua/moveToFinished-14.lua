@@ -1,7 +1,7 @@
 --- Completes or fails an active job, and optionally picks the next one up in the same call.
 --- Verifies the lock token first, then that the job exists, has no pending and no failed children
 --- (to complete) and is active. A completion stores the return value; a failure stores the reason
---- and stack trace and, while attempts are left, goes to delayed with a backoff instead of to
+--- and stack trace and, while attempts are left, goes to delayed with its backoff instead of to
 --- failed. A finished job is scored by its finish time, counted in the metrics, kept or removed by
 --- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child's value
 --- goes to its parent, and the last pending one moves the parent out of waiting-children; a child
@@ -21,7 +21,7 @@
 --- @key pc                `emq:{q}:pc`                the counter that orders jobs of one priority
 --- @key marker            `emq:{q}:marker`            the marker idle workers block on
 --- @key finished          `emq:{q}:<outcome>`         the completed or the failed set
---- @key metrics           `emq:{q}:metrics:<outcome>` the count of completed or of failed jobs
+--- @key metrics           `emq:{q}:metrics:<outcome>` the metrics of completed or of failed jobs
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
 --- @arg job_id          id                      the job's id
 --- @arg token           string(non-empty)       the worker's lock token
@@ -29,7 +29,7 @@
 --- @arg outcome         enum(completed|failed)  how the job ended
 --- @arg result          string                  the return value (JSON) or the failure reason
 --- @arg stacktrace      string                  the failure's stack trace, or ""
---- @arg jitter          number(0..<1)           a fraction of the retry delay to add (0: none)
+--- @arg jitter          number(0..<1)           the random draw for a backoff with a jitter
 --- @arg fetch_next      bool                    pick the next job up for the same token
 --- @arg lock_duration   int(1..)                the next job's lock time to live, in milliseconds
 --- @arg limit_max       int(0..)                at most this many jobs per limit_duration (0: no
@@ -37,6 +37,10 @@
 --- @arg limit_duration  int(0..)                the rate limiter's window, in milliseconds
 --- @arg concurrency     int(0..)                at most this many jobs active in the queue (0: no
 ---     cap)
+--- @arg max_metrics     int(0..)                keep this many per-minute points of the metrics
+---     series (0: only the count)
+--- @arg backoff_delay   int(0..)                the retry delay the caller computed, for a backoff
+---     of a type other than fixed and exponential
 --- @return tuple[string, string, hash, int]  where the job went ("completed", "failed" or
 ---     "delayed"), then the next job as moveToActive answers it
 --- @error -1 JobNotExist
@@ -91,11 +95,34 @@ local function applyRetention(finishedKey, prefix, jobId, rule, now)
   end
   return removedOwn
 end
--- The retry delay after `attempt` failed attempts: base * 2^(attempt - 1), plus `jitter` (a
--- fraction in [0, 1) that the caller drew: Lua's math.random is not random inside Redis) of it.
-local function backoffDelay(base, attempt, jitter)
-  local delay = base * 2 ^ (attempt - 1)
-  return math.floor(delay + delay * jitter)
+-- The retry delay, in ms, of a job that failed its `attempt`-th attempt, by its `backoff` option:
+-- - a number: that delay every time ("fixed");
+-- - an object: `delay`, and `type` "fixed" (`delay` every time), "exponential" or none
+--   (`delay * 2^(attempt - 1)`), or any other type: `custom`, the delay the caller computed with
+--   its own strategy. With `jitter` (a share from 0 to 1), the delay is drawn from
+--   [d * (1 - jitter), d]: d * (1 - jitter) + d * jitter * draw, `draw` the caller's fraction in
+--   [0, 1) (math.random is not random inside Redis);
+-- - anything else: 0.
+local function backoffDelay(backoff, attempt, draw, custom)
+  if type(backoff) == "number" then
+    return math.max(math.floor(backoff), 0)
+  end
+  if type(backoff) ~= "table" then
+    return 0
+  end
+  local kind = backoff.type
+  local delay = tonumber(backoff.delay) or 0
+  if kind == "exponential" or kind == nil then
+    delay = delay * 2 ^ (attempt - 1)
+  elseif kind ~= "fixed" then
+    return custom
+  end
+  local share = tonumber(backoff.jitter) or 0
+  if share > 0 then
+    share = math.min(share, 1)
+    delay = delay * (1 - share) + delay * share * draw
+  end
+  return math.max(math.floor(delay), 0)
 end
 -- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
 -- lock is gone, -6 when another worker holds it).
@@ -108,6 +135,44 @@ local function checkLock(lockKey, token)
     return -6
   end
   return 0
+end
+-- Counts a job that finished (completed, or failed for good) in its outcome's metrics hash
+-- `metricsKey` (`emq:{q}:metrics:<outcome>`): "count" goes up by one. With `keep` above 0 it also
+-- keeps the per-minute series, the list `<metricsKey>:data`, newest minute first, at most `keep`
+-- points: the first finish of a later minute than "prevTS" (the minute of the last point)
+-- pushes how many finished in that minute, "count" then less "prevCount", and a 0 for each
+-- minute after it in which none did, so a queue that finishes nothing writes nothing.
+local function countFinished(metricsKey, keep, now)
+  local count = redis.call("HINCRBY", metricsKey, "count", "1")
+  if keep == 0 then
+    return
+  end
+  local last = redis.call("HMGET", metricsKey, "prevTS", "prevCount")
+  local before = string.format("%d", count - 1) -- the jobs that finished before this one
+  local lastAt = tonumber(last[1])
+  if not lastAt then
+    -- The series starts in this minute, with this job.
+    redis.call("HSET", metricsKey, "prevTS", string.format("%d", now), "prevCount", before)
+    return
+  end
+  local minutes = math.floor(now / 60000) - math.floor(lastAt / 60000)
+  if minutes <= 0 then
+    return
+  end
+  local dataKey = metricsKey .. ":data"
+  redis.call("LPUSH", dataKey, string.format("%d", count - 1 - (tonumber(last[2]) or 0)))
+  -- The quiet minutes, at most the series' length, in batches: unpack has a stack limit.
+  local quiet = math.min(minutes, keep) - 1
+  while quiet > 0 do
+    local zeros = {}
+    for i = 1, math.min(quiet, 1000) do
+      zeros[i] = "0"
+    end
+    redis.call("LPUSH", dataKey, unpack(zeros))
+    quiet = quiet - #zeros
+  end
+  redis.call("LTRIM", dataKey, "0", string.format("%d", keep - 1))
+  redis.call("HSET", metricsKey, "prevTS", string.format("%d", now), "prevCount", before)
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
@@ -356,7 +421,7 @@ local function childFailed(waitingChildrenKey, childId, parentKey, opts, reason,
     reason = "child " .. childKey .. " failed"
     redis.call("HSET", parentKey, "failedReason", reason, "finishedOn", nowText)
     redis.call("ZADD", prefix .. "failed", nowText, parentId)
-    redis.call("INCR", prefix .. "metrics:failed")
+    countFinished(prefix .. "metrics:failed", 0, tonumber(nowText))
     emitEvent(prefix .. "events", prefix .. "meta", "failed", parentId, "prev", "waiting-children")
     finishDedupId(prefix, parentId, stored[3], nowText)
     opts = jobOptions(stored[1])
@@ -596,6 +661,8 @@ digitsArg(lockDuration, "lock_duration", 1)
 local limitMax = intArg(ARGV[10], "limit_max", 0)
 local limitDuration = intArg(ARGV[11], "limit_duration", 0)
 local concurrency = intArg(ARGV[12], "concurrency", 0)
+local maxMetrics = intArg(ARGV[13], "max_metrics", 0)
+local customDelay = intArg(ARGV[14], "backoff_delay", 0)
 
 local prefix = queuePrefix(waitKey)
 local jobKey = prefix .. jobId
@@ -643,8 +710,7 @@ redis.call("SREM", stalledKey, jobId)
 local went = outcome
 local retryAt = nil
 if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
-  local base = type(opts.backoff) == "table" and tonumber(opts.backoff.delay) or 0
-  local delay = backoffDelay(base, attemptsMade, jitter)
+  local delay = backoffDelay(opts.backoff, attemptsMade, jitter, customDelay)
   redis.call("HSET", jobKey, "atm", attemptsText, "failedReason", result, "stacktrace", stacktrace,
     "delay", delay)
   went, retryAt = "delayed", now + delay
@@ -656,7 +722,7 @@ else
       stacktrace, "finishedOn", nowText)
   end
   redis.call("ZADD", finishedKey, nowText, jobId)
-  redis.call("INCR", metricsKey)
+  countFinished(metricsKey, maxMetrics, now)
   emitEvent(eventsKey, metaKey, outcome, jobId, "prev", "active")
   finishDedupId(prefix, jobId, dedupId, nowText)
   local rule = opts.removeOnFail
