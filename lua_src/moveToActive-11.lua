@@ -1,6 +1,7 @@
 --- Picks the next job up and locks it: the pickup step of a worker.
 --- Promotes due delayed jobs first; then, unless the queue is paused, the rate limiter is spent
---- or the concurrency cap is reached, takes the next job (wait first, else the best priority,
+--- or the concurrency cap is reached (the queue's own, stored in its meta hash, or else the
+--- caller's), takes the next job (wait first, else the best priority,
 --- FIFO within a priority), locks it for the worker's token, and moves it to active. A token
 --- names one pickup: re-sent with a token that still holds its job, it answers that job again
 --- and takes no other.
@@ -20,9 +21,11 @@
 --- @arg lock_duration  int(1..)           how long the lock lives without a heartbeat, in
 ---     milliseconds
 --- @arg now            int(0..)           the caller's clock, in milliseconds
---- @arg limit_max      int(0..)           at most this many jobs per limit_duration (0: no limit)
+--- @arg limit_max      int(0..)           at most this many jobs per limit_duration (0: no limit);
+---     a rate limit the queue stores replaces it and limit_duration
 --- @arg limit_duration int(0..)           the rate limiter's window, in milliseconds
---- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap)
+--- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap);
+---     a cap the queue stores holds too
 --- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds
 ---     until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the
 ---     concurrency cap)
@@ -53,7 +56,7 @@ local held = heldJob(prefix, token)
 if held then
   return { held, redis.call("HGETALL", prefix .. held), 0 }
 end
-local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+local settings = redis.call("HMGET", metaKey, "paused", "concurrency", "max", "duration")
 return pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey, pausedKey,
   metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax, limitDuration,
-  concurrency, paused, nil, nil)
+  concurrency, settings, nil, nil)

@@ -32,11 +32,9 @@
 --- @arg jitter          number(0..<1)           the random draw for a backoff with a jitter
 --- @arg fetch_next      bool                    pick the next job up for the same token
 --- @arg lock_duration   int(1..)                the next job's lock time to live, in milliseconds
---- @arg limit_max       int(0..)                at most this many jobs per limit_duration (0: no
----     limit)
---- @arg limit_duration  int(0..)                the rate limiter's window, in milliseconds
---- @arg concurrency     int(0..)                at most this many jobs active in the queue (0: no
----     cap)
+--- @arg limit_max       int(0..)                as moveToActive-11's
+--- @arg limit_duration  int(0..)                as moveToActive-11's
+--- @arg concurrency     int(0..)                as moveToActive-11's
 --- @arg max_metrics     int(0..)                keep this many per-minute points of the metrics
 ---     series (0: only the count)
 --- @arg backoff_delay   int(0..)                the retry delay the caller computed, for a backoff
@@ -173,7 +171,8 @@ local nextJob = { "", {}, 0 }
 if fetchNext then
   nextJob = pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
     pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, nowText, limitMax,
-    limitDuration, concurrency, redis.call("HEXISTS", metaKey, "paused") == 1, jobId, went)
+    limitDuration, concurrency,
+    redis.call("HMGET", metaKey, "paused", "concurrency", "max", "duration"), jobId, went)
 end
 if nextJob[1] == "" then
   -- The token's record keeps this finish's answer for a re-send: the job may be removed, or

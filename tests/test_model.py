@@ -393,9 +393,39 @@ class QueueMachine(RuleBasedStateMachine):
         self.compare_pickup(got, model())
         self.remember(again, got, model, "pickup")
 
+    @rule(
+        action=st.sampled_from(
+            ["concurrency", "rate limit", "rate limit", "dynamic", "end window", "read"]
+        ),
+        number=st.sampled_from([0, 1, 2]),
+    )
+    def limits(self, action: str, number: int) -> None:
+        """The queue's own limits, set, read and ended, as a runtime's queue object would."""
+        r, m = self.r, self.model
+        if action == "concurrency":
+            assert g.set_global_concurrency(r, queue=QUEUE, concurrency=number) == 1
+            m.set_global_concurrency(number)
+        elif action == "rate limit":
+            assert g.set_global_rate_limit(r, queue=QUEUE, max=number, duration=LIMIT_MS) == 1
+            m.set_global_rate_limit(number, LIMIT_MS)
+        elif action == "dynamic":
+            assert g.rate_limit(r, queue=QUEUE, duration=LIMIT_MS) == m.rate_limit()
+        elif action == "end window":
+            assert g.remove_rate_limit_key(r, queue=QUEUE) == m.remove_rate_limit_key()
+        assert g.get_global_concurrency(r, queue=QUEUE) == m.queue_concurrency
+        assert g.get_global_rate_limit(r, queue=QUEUE) == (m.queue_max, m.queue_duration)
+        assert g.is_maxed(r, queue=QUEUE) == m.is_maxed()
+        ttl = g.get_rate_limit_ttl(r, queue=QUEUE, max_jobs=number)
+        if m.get_rate_limit_ttl(number) == -1:
+            assert 0 < ttl <= LIMIT_MS
+        else:
+            assert ttl == 0
+        self.last = None
+
     def an_idle_worker_wakes(self) -> None:
         """What BZPOPMIN does to the marker: an idle worker takes it, then picks up."""
         self.r.zpopmin(keys.marker(QUEUE))
+        self.model.marker_taken = True
         self.pickup(0)
 
     @precondition(lambda self: self.model.active)
@@ -847,6 +877,8 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
     pipe.xrange(keys.events(QUEUE))
     pipe.zrange(keys.marker(QUEUE), 0, -1, withscores=True)
     pipe.hget(keys.meta(QUEUE), "paused")
+    pipe.hmget(keys.meta(QUEUE), "concurrency", "max", "duration")
+    pipe.get(keys.limiter(QUEUE))
     pipe.zrange(keys.schedulers(QUEUE), 0, -1, withscores=True)
     for scheduler_id in model.schedulers:
         pipe.hgetall(keys.scheduler(QUEUE, scheduler_id))
@@ -891,6 +923,9 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
     assert events == model.events
     check_marker(dict(next(replies)), model)
     assert (next(replies) is not None) == model.paused
+    limits = [int(v) if v is not None else 0 for v in next(replies)]
+    assert limits == [model.queue_concurrency, model.queue_max, model.queue_duration]
+    assert int(next(replies) or 0) == model.limiter, "the rate limiter's count"
     assert {text(m): int(score) for m, score in next(replies)} == {
         s: scheduler.next for s, scheduler in model.schedulers.items()
     }
@@ -950,8 +985,9 @@ def check_job(
 
 def check_marker(marker: dict[bytes, float], model: QueueModel) -> None:
     """Idle workers sleep on the marker: it may be early (a worker wakes for nothing) but never
-    missing or late while work is due or delayed."""
-    if model.paused:
+    missing or late while work is due or delayed, unless an idle worker took it and a limit held
+    its pickup back (QueueModel.marker_taken)."""
+    if model.paused or model.marker_taken:
         return
     score = marker.get(b"next")
     if model.wait or model.prioritized:

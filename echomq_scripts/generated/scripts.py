@@ -1732,6 +1732,204 @@ def get_dependency_counts_pipeline(
     return Pending(_GET_DEPENDENCY_COUNTS, _index, job_id)
 
 
+class GetGlobalConcurrencyKeys(NamedTuple):
+    """The keys of getGlobalConcurrency-1, in KEYS order."""
+
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+
+
+_GET_GLOBAL_CONCURRENCY = Script(
+    ScriptSpec(
+        name="getGlobalConcurrency",
+        script_id="getGlobalConcurrency-1",
+        num_keys=1,
+        sha1="743680168113b2c56dcf537c9720e0ff99633fce",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:meta",),
+    ),
+    BY_CODE,
+)
+
+
+def get_global_concurrency_keys(
+    queue: str,
+) -> GetGlobalConcurrencyKeys:
+    """The keys of getGlobalConcurrency-1 for `queue`."""
+    _built = _GET_GLOBAL_CONCURRENCY.keys_for(queue)
+    return GetGlobalConcurrencyKeys(*_built)
+
+
+def _get_global_concurrency_call(
+    queue: str | None,
+    keys: GetGlobalConcurrencyKeys | None,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getGlobalConcurrency-1"
+    _encoded: list[bytes] = []
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_GLOBAL_CONCURRENCY.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_global_concurrency(
+    client: SyncClient,
+    *,
+    queue: str | None = None,
+    keys: GetGlobalConcurrencyKeys | None = None,
+) -> int:
+    """Reads the queue's concurrency cap. It only reads.
+
+    Returns:
+        int: the cap setGlobalConcurrency-1 stored, or 0 when there is none
+    """
+    _keys, _args = _get_global_concurrency_call(
+        queue,
+        keys,
+    )
+    _reply = _GET_GLOBAL_CONCURRENCY.run(client, _keys, _args)
+    return cast(int, _GET_GLOBAL_CONCURRENCY.result(_reply))
+
+
+async def get_global_concurrency_async(
+    client: AsyncClient,
+    *,
+    queue: str | None = None,
+    keys: GetGlobalConcurrencyKeys | None = None,
+) -> int:
+    """`get_global_concurrency` for redis.asyncio clients."""
+    _keys, _args = _get_global_concurrency_call(
+        queue,
+        keys,
+    )
+    _reply = await _GET_GLOBAL_CONCURRENCY.run_async(client, _keys, _args)
+    return cast(int, _GET_GLOBAL_CONCURRENCY.result(_reply))
+
+
+def get_global_concurrency_pipeline(
+    pipe: PipelineClient,
+    *,
+    queue: str | None = None,
+    keys: GetGlobalConcurrencyKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_global_concurrency_call(
+        queue,
+        keys,
+    )
+    _index = _GET_GLOBAL_CONCURRENCY.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_GLOBAL_CONCURRENCY, _index, None)
+
+
+class GetGlobalRateLimitKeys(NamedTuple):
+    """The keys of getGlobalRateLimit-1, in KEYS order."""
+
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+
+
+_GET_GLOBAL_RATE_LIMIT = Script(
+    ScriptSpec(
+        name="getGlobalRateLimit",
+        script_id="getGlobalRateLimit-1",
+        num_keys=1,
+        sha1="704e11a5ca754f55ceb95159f56a473adca6af61",
+        returns="tuple[int, int]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:meta",),
+    ),
+    BY_CODE,
+)
+
+
+def get_global_rate_limit_keys(
+    queue: str,
+) -> GetGlobalRateLimitKeys:
+    """The keys of getGlobalRateLimit-1 for `queue`."""
+    _built = _GET_GLOBAL_RATE_LIMIT.keys_for(queue)
+    return GetGlobalRateLimitKeys(*_built)
+
+
+def _get_global_rate_limit_call(
+    queue: str | None,
+    keys: GetGlobalRateLimitKeys | None,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getGlobalRateLimit-1"
+    _encoded: list[bytes] = []
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_GLOBAL_RATE_LIMIT.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_global_rate_limit(
+    client: SyncClient,
+    *,
+    queue: str | None = None,
+    keys: GetGlobalRateLimitKeys | None = None,
+) -> tuple[int, int]:
+    """Reads the queue's rate limit. It only reads.
+
+    Returns:
+        tuple[int, int]: the max and the window setGlobalRateLimit-1 stored, or 0 and 0
+    """
+    _keys, _args = _get_global_rate_limit_call(
+        queue,
+        keys,
+    )
+    _reply = _GET_GLOBAL_RATE_LIMIT.run(client, _keys, _args)
+    return cast(tuple[int, int], _GET_GLOBAL_RATE_LIMIT.result(_reply))
+
+
+async def get_global_rate_limit_async(
+    client: AsyncClient,
+    *,
+    queue: str | None = None,
+    keys: GetGlobalRateLimitKeys | None = None,
+) -> tuple[int, int]:
+    """`get_global_rate_limit` for redis.asyncio clients."""
+    _keys, _args = _get_global_rate_limit_call(
+        queue,
+        keys,
+    )
+    _reply = await _GET_GLOBAL_RATE_LIMIT.run_async(client, _keys, _args)
+    return cast(tuple[int, int], _GET_GLOBAL_RATE_LIMIT.result(_reply))
+
+
+def get_global_rate_limit_pipeline(
+    pipe: PipelineClient,
+    *,
+    queue: str | None = None,
+    keys: GetGlobalRateLimitKeys | None = None,
+) -> Pending[tuple[int, int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_global_rate_limit_call(
+        queue,
+        keys,
+    )
+    _index = _GET_GLOBAL_RATE_LIMIT.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_GLOBAL_RATE_LIMIT, _index, None)
+
+
 class GetJobSchedulerKeys(NamedTuple):
     """The keys of getJobScheduler-2, in KEYS order."""
 
@@ -2289,6 +2487,233 @@ def get_metrics_pipeline(
     return Pending(_GET_METRICS, _index, None)
 
 
+class GetRateLimitTtlKeys(NamedTuple):
+    """The keys of getRateLimitTtl-2, in KEYS order."""
+
+    limiter: str
+    """The rate limiter's count, with the window's TTL (emq:{q}:limiter)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+
+
+_GET_RATE_LIMIT_TTL = Script(
+    ScriptSpec(
+        name="getRateLimitTtl",
+        script_id="getRateLimitTtl-2",
+        num_keys=2,
+        sha1="4da6c2058a0e38c71b72f55f96dc7e2d99df6905",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:limiter",
+            "emq:{q}:meta",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def get_rate_limit_ttl_keys(
+    queue: str,
+) -> GetRateLimitTtlKeys:
+    """The keys of getRateLimitTtl-2 for `queue`."""
+    _built = _GET_RATE_LIMIT_TTL.keys_for(queue)
+    return GetRateLimitTtlKeys(*_built)
+
+
+def _get_rate_limit_ttl_call(
+    queue: str | None,
+    keys: GetRateLimitTtlKeys | None,
+    max_jobs: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getRateLimitTtl-2"
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "max_jobs", max_jobs, low=0),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_RATE_LIMIT_TTL.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 2)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_rate_limit_ttl(
+    client: SyncClient,
+    *,
+    max_jobs: int,
+    queue: str | None = None,
+    keys: GetRateLimitTtlKeys | None = None,
+) -> int:
+    """Tells how long the rate limiter still holds pickups back. It only reads.
+
+    The limiter holds them while it has counted at least the limit in its window: the
+    max_jobs given, or else the queue's stored rate limit. Without either, any limiter left
+    (the one rateLimit-1 sets) is answered.
+
+    Args:
+        max_jobs (int(0..)): the limit to test (0: the queue's stored one)
+
+    Returns:
+        int: the milliseconds until a pickup may take a job, or 0 when it may now
+    """
+    _keys, _args = _get_rate_limit_ttl_call(
+        queue,
+        keys,
+        max_jobs,
+    )
+    _reply = _GET_RATE_LIMIT_TTL.run(client, _keys, _args)
+    return cast(int, _GET_RATE_LIMIT_TTL.result(_reply))
+
+
+async def get_rate_limit_ttl_async(
+    client: AsyncClient,
+    *,
+    max_jobs: int,
+    queue: str | None = None,
+    keys: GetRateLimitTtlKeys | None = None,
+) -> int:
+    """`get_rate_limit_ttl` for redis.asyncio clients."""
+    _keys, _args = _get_rate_limit_ttl_call(
+        queue,
+        keys,
+        max_jobs,
+    )
+    _reply = await _GET_RATE_LIMIT_TTL.run_async(client, _keys, _args)
+    return cast(int, _GET_RATE_LIMIT_TTL.result(_reply))
+
+
+def get_rate_limit_ttl_pipeline(
+    pipe: PipelineClient,
+    *,
+    max_jobs: int,
+    queue: str | None = None,
+    keys: GetRateLimitTtlKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_rate_limit_ttl_call(
+        queue,
+        keys,
+        max_jobs,
+    )
+    _index = _GET_RATE_LIMIT_TTL.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_RATE_LIMIT_TTL, _index, None)
+
+
+class IsMaxedKeys(NamedTuple):
+    """The keys of isMaxed-2, in KEYS order."""
+
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+
+
+_IS_MAXED = Script(
+    ScriptSpec(
+        name="isMaxed",
+        script_id="isMaxed-2",
+        num_keys=2,
+        sha1="0e06e8308614948c0d608bb39201bbbd9f7c3bde",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:meta",
+            "emq:{q}:active",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def is_maxed_keys(
+    queue: str,
+) -> IsMaxedKeys:
+    """The keys of isMaxed-2 for `queue`."""
+    _built = _IS_MAXED.keys_for(queue)
+    return IsMaxedKeys(*_built)
+
+
+def _is_maxed_call(
+    queue: str | None,
+    keys: IsMaxedKeys | None,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "isMaxed-2"
+    _encoded: list[bytes] = []
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _IS_MAXED.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 2)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def is_maxed(
+    client: SyncClient,
+    *,
+    queue: str | None = None,
+    keys: IsMaxedKeys | None = None,
+) -> int:
+    """Tells whether the queue is at its concurrency cap. It only reads.
+
+    The cap is the one setGlobalConcurrency-1 stored; a worker's own concurrency is not the
+    queue's.
+
+    Returns:
+        int: 1 when the queue stores a cap and at least that many jobs are active, else 0
+    """
+    _keys, _args = _is_maxed_call(
+        queue,
+        keys,
+    )
+    _reply = _IS_MAXED.run(client, _keys, _args)
+    return cast(int, _IS_MAXED.result(_reply))
+
+
+async def is_maxed_async(
+    client: AsyncClient,
+    *,
+    queue: str | None = None,
+    keys: IsMaxedKeys | None = None,
+) -> int:
+    """`is_maxed` for redis.asyncio clients."""
+    _keys, _args = _is_maxed_call(
+        queue,
+        keys,
+    )
+    _reply = await _IS_MAXED.run_async(client, _keys, _args)
+    return cast(int, _IS_MAXED.result(_reply))
+
+
+def is_maxed_pipeline(
+    pipe: PipelineClient,
+    *,
+    queue: str | None = None,
+    keys: IsMaxedKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _is_maxed_call(
+        queue,
+        keys,
+    )
+    _index = _IS_MAXED.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_IS_MAXED, _index, None)
+
+
 class MoveStalledJobsToWaitKeys(NamedTuple):
     """The keys of moveStalledJobsToWait-8, in KEYS order."""
 
@@ -2474,7 +2899,7 @@ _MOVE_TO_ACTIVE = Script(
         name="moveToActive",
         script_id="moveToActive-11",
         num_keys=11,
-        sha1="872b80dfa8fa9b7146a6c46a7665b3e416cec0a6",
+        sha1="3da696201dca697a8e075d0c01583d6d516c39da",
         returns="tuple[string, hash, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -2552,19 +2977,22 @@ def move_to_active(
     """Picks the next job up and locks it: the pickup step of a worker.
 
     Promotes due delayed jobs first; then, unless the queue is paused, the rate limiter is
-    spent or the concurrency cap is reached, takes the next job (wait first, else the best
-    priority, FIFO within a priority), locks it for the worker's token, and moves it to
-    active. A token names one pickup: re-sent with a token that still holds its job, it
-    answers that job again and takes no other.
+    spent or the concurrency cap is reached (the queue's own, stored in its meta hash, or
+    else the caller's), takes the next job (wait first, else the best priority, FIFO within
+    a priority), locks it for the worker's token, and moves it to active. A token names one
+    pickup: re-sent with a token that still holds its job, it answers that job again and
+    takes no other.
 
     Args:
         token (string(non-empty)): the worker's lock token, new for every pickup
         lock_duration (int(1..)): how long the lock lives without a heartbeat, in
         milliseconds
         now (int(0..)): the caller's clock, in milliseconds
-        limit_max (int(0..)): at most this many jobs per limit_duration (0: no limit)
+        limit_max (int(0..)): at most this many jobs per limit_duration (0: no limit); a
+        rate limit the queue stores replaces it and limit_duration
         limit_duration (int(0..)): the rate limiter's window, in milliseconds
-        concurrency (int(0..)): at most this many jobs active in the queue (0: no cap)
+        concurrency (int(0..)): at most this many jobs active in the queue (0: no cap); a
+        cap the queue stores holds too
 
     Returns:
         tuple[string, hash, int]: the job's id and fields, or "" and {} and the milliseconds
@@ -2875,7 +3303,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="7c96061a0683cd569721d721b462fb950b141484",
+        sha1="85865e58b488630d499186a30e465ec9f1b5b8f9",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
@@ -3015,9 +3443,9 @@ def move_to_finished(
         jitter (number(0..<1)): the random draw for a backoff with a jitter
         fetch_next (bool): pick the next job up for the same token
         lock_duration (int(1..)): the next job's lock time to live, in milliseconds
-        limit_max (int(0..)): at most this many jobs per limit_duration (0: no limit)
-        limit_duration (int(0..)): the rate limiter's window, in milliseconds
-        concurrency (int(0..)): at most this many jobs active in the queue (0: no cap)
+        limit_max (int(0..)): as moveToActive-11's
+        limit_duration (int(0..)): as moveToActive-11's
+        concurrency (int(0..)): as moveToActive-11's
         max_metrics (int(0..)): keep this many per-minute points of the metrics series (0:
         only the count)
         backoff_delay (int(0..)): the retry delay the caller computed, for a backoff of a
@@ -3461,6 +3889,122 @@ def pause_pipeline(
     )
     _index = _PAUSE.add_to_pipeline(pipe, _keys, _args)
     return Pending(_PAUSE, _index, None)
+
+
+class RateLimitKeys(NamedTuple):
+    """The keys of rateLimit-1, in KEYS order."""
+
+    limiter: str
+    """The rate limiter's count, with the window's TTL (emq:{q}:limiter)"""
+
+
+_RATE_LIMIT = Script(
+    ScriptSpec(
+        name="rateLimit",
+        script_id="rateLimit-1",
+        num_keys=1,
+        sha1="ad030f8b511bd1df367da26c9b96ce6492dd0150",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:limiter",),
+    ),
+    BY_CODE,
+)
+
+
+def rate_limit_keys(
+    queue: str,
+) -> RateLimitKeys:
+    """The keys of rateLimit-1 for `queue`."""
+    _built = _RATE_LIMIT.keys_for(queue)
+    return RateLimitKeys(*_built)
+
+
+def _rate_limit_call(
+    queue: str | None,
+    keys: RateLimitKeys | None,
+    duration: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "rateLimit-1"
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "duration", duration, low=1),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _RATE_LIMIT.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def rate_limit(
+    client: SyncClient,
+    *,
+    duration: int,
+    queue: str | None = None,
+    keys: RateLimitKeys | None = None,
+) -> int:
+    """Holds the queue's pickups back for a while: a worker's dynamic rate limit.
+
+    For example after the service a job calls answered "too many requests". The limiter
+    counts as full until the time is over, so every pickup with a rate limit (the caller's
+    or the queue's) answers the time left instead of a job; a pickup without one is not held
+    back.
+
+    Args:
+        duration (int(1..)): how long to hold pickups back, in milliseconds
+
+    Returns:
+        int: 1
+    """
+    _keys, _args = _rate_limit_call(
+        queue,
+        keys,
+        duration,
+    )
+    _reply = _RATE_LIMIT.run(client, _keys, _args)
+    return cast(int, _RATE_LIMIT.result(_reply))
+
+
+async def rate_limit_async(
+    client: AsyncClient,
+    *,
+    duration: int,
+    queue: str | None = None,
+    keys: RateLimitKeys | None = None,
+) -> int:
+    """`rate_limit` for redis.asyncio clients."""
+    _keys, _args = _rate_limit_call(
+        queue,
+        keys,
+        duration,
+    )
+    _reply = await _RATE_LIMIT.run_async(client, _keys, _args)
+    return cast(int, _RATE_LIMIT.result(_reply))
+
+
+def rate_limit_pipeline(
+    pipe: PipelineClient,
+    *,
+    duration: int,
+    queue: str | None = None,
+    keys: RateLimitKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _rate_limit_call(
+        queue,
+        keys,
+        duration,
+    )
+    _index = _RATE_LIMIT.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_RATE_LIMIT, _index, None)
 
 
 class RemoveChildDependencyKeys(NamedTuple):
@@ -4077,6 +4621,107 @@ def remove_job_scheduler_pipeline(
     return Pending(_REMOVE_JOB_SCHEDULER, _index, None)
 
 
+class RemoveRateLimitKeyKeys(NamedTuple):
+    """The keys of removeRateLimitKey-1, in KEYS order."""
+
+    limiter: str
+    """The rate limiter's count, with the window's TTL (emq:{q}:limiter)"""
+
+
+_REMOVE_RATE_LIMIT_KEY = Script(
+    ScriptSpec(
+        name="removeRateLimitKey",
+        script_id="removeRateLimitKey-1",
+        num_keys=1,
+        sha1="3958df76e31922f497eeeb6b0a85691512787857",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:limiter",),
+    ),
+    BY_CODE,
+)
+
+
+def remove_rate_limit_key_keys(
+    queue: str,
+) -> RemoveRateLimitKeyKeys:
+    """The keys of removeRateLimitKey-1 for `queue`."""
+    _built = _REMOVE_RATE_LIMIT_KEY.keys_for(queue)
+    return RemoveRateLimitKeyKeys(*_built)
+
+
+def _remove_rate_limit_key_call(
+    queue: str | None,
+    keys: RemoveRateLimitKeyKeys | None,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "removeRateLimitKey-1"
+    _encoded: list[bytes] = []
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _REMOVE_RATE_LIMIT_KEY.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def remove_rate_limit_key(
+    client: SyncClient,
+    *,
+    queue: str | None = None,
+    keys: RemoveRateLimitKeyKeys | None = None,
+) -> int:
+    """Ends the rate limiter's current window: pickups may take jobs again at once.
+
+    The count starts again from 0 at the next pickup with a rate limit.
+
+    Returns:
+        int: 1 when a window was running, 0 when none was
+    """
+    _keys, _args = _remove_rate_limit_key_call(
+        queue,
+        keys,
+    )
+    _reply = _REMOVE_RATE_LIMIT_KEY.run(client, _keys, _args)
+    return cast(int, _REMOVE_RATE_LIMIT_KEY.result(_reply))
+
+
+async def remove_rate_limit_key_async(
+    client: AsyncClient,
+    *,
+    queue: str | None = None,
+    keys: RemoveRateLimitKeyKeys | None = None,
+) -> int:
+    """`remove_rate_limit_key` for redis.asyncio clients."""
+    _keys, _args = _remove_rate_limit_key_call(
+        queue,
+        keys,
+    )
+    _reply = await _REMOVE_RATE_LIMIT_KEY.run_async(client, _keys, _args)
+    return cast(int, _REMOVE_RATE_LIMIT_KEY.result(_reply))
+
+
+def remove_rate_limit_key_pipeline(
+    pipe: PipelineClient,
+    *,
+    queue: str | None = None,
+    keys: RemoveRateLimitKeyKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _remove_rate_limit_key_call(
+        queue,
+        keys,
+    )
+    _index = _REMOVE_RATE_LIMIT_KEY.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_REMOVE_RATE_LIMIT_KEY, _index, None)
+
+
 class RemoveUnprocessedChildrenKeys(NamedTuple):
     """The keys of removeUnprocessedChildren-10, in KEYS order."""
 
@@ -4239,6 +4884,245 @@ def remove_unprocessed_children_pipeline(
     )
     _index = _REMOVE_UNPROCESSED_CHILDREN.add_to_pipeline(pipe, _keys, _args)
     return Pending(_REMOVE_UNPROCESSED_CHILDREN, _index, job_id)
+
+
+class SetGlobalConcurrencyKeys(NamedTuple):
+    """The keys of setGlobalConcurrency-1, in KEYS order."""
+
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+
+
+_SET_GLOBAL_CONCURRENCY = Script(
+    ScriptSpec(
+        name="setGlobalConcurrency",
+        script_id="setGlobalConcurrency-1",
+        num_keys=1,
+        sha1="ccabc87d0e0b86696623ace8362085646ef935af",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:meta",),
+    ),
+    BY_CODE,
+)
+
+
+def set_global_concurrency_keys(
+    queue: str,
+) -> SetGlobalConcurrencyKeys:
+    """The keys of setGlobalConcurrency-1 for `queue`."""
+    _built = _SET_GLOBAL_CONCURRENCY.keys_for(queue)
+    return SetGlobalConcurrencyKeys(*_built)
+
+
+def _set_global_concurrency_call(
+    queue: str | None,
+    keys: SetGlobalConcurrencyKeys | None,
+    concurrency: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "setGlobalConcurrency-1"
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "concurrency", concurrency, low=0),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _SET_GLOBAL_CONCURRENCY.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def set_global_concurrency(
+    client: SyncClient,
+    *,
+    concurrency: int,
+    queue: str | None = None,
+    keys: SetGlobalConcurrencyKeys | None = None,
+) -> int:
+    """Sets the queue's concurrency cap, which every worker obeys, or removes it.
+
+    Stored in the meta hash's "concurrency": a pickup takes no job while that many are
+    active, whatever concurrency its caller passes (a smaller one still holds).
+
+    Args:
+        concurrency (int(0..)): at most this many jobs active in the queue (0: remove the
+        cap)
+
+    Returns:
+        int: 1
+    """
+    _keys, _args = _set_global_concurrency_call(
+        queue,
+        keys,
+        concurrency,
+    )
+    _reply = _SET_GLOBAL_CONCURRENCY.run(client, _keys, _args)
+    return cast(int, _SET_GLOBAL_CONCURRENCY.result(_reply))
+
+
+async def set_global_concurrency_async(
+    client: AsyncClient,
+    *,
+    concurrency: int,
+    queue: str | None = None,
+    keys: SetGlobalConcurrencyKeys | None = None,
+) -> int:
+    """`set_global_concurrency` for redis.asyncio clients."""
+    _keys, _args = _set_global_concurrency_call(
+        queue,
+        keys,
+        concurrency,
+    )
+    _reply = await _SET_GLOBAL_CONCURRENCY.run_async(client, _keys, _args)
+    return cast(int, _SET_GLOBAL_CONCURRENCY.result(_reply))
+
+
+def set_global_concurrency_pipeline(
+    pipe: PipelineClient,
+    *,
+    concurrency: int,
+    queue: str | None = None,
+    keys: SetGlobalConcurrencyKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _set_global_concurrency_call(
+        queue,
+        keys,
+        concurrency,
+    )
+    _index = _SET_GLOBAL_CONCURRENCY.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_SET_GLOBAL_CONCURRENCY, _index, None)
+
+
+class SetGlobalRateLimitKeys(NamedTuple):
+    """The keys of setGlobalRateLimit-1, in KEYS order."""
+
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+
+
+_SET_GLOBAL_RATE_LIMIT = Script(
+    ScriptSpec(
+        name="setGlobalRateLimit",
+        script_id="setGlobalRateLimit-1",
+        num_keys=1,
+        sha1="e7bf5a4fdb3d05eff6467d277151576f6cdc1a5c",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:meta",),
+    ),
+    BY_CODE,
+)
+
+
+def set_global_rate_limit_keys(
+    queue: str,
+) -> SetGlobalRateLimitKeys:
+    """The keys of setGlobalRateLimit-1 for `queue`."""
+    _built = _SET_GLOBAL_RATE_LIMIT.keys_for(queue)
+    return SetGlobalRateLimitKeys(*_built)
+
+
+def _set_global_rate_limit_call(
+    queue: str | None,
+    keys: SetGlobalRateLimitKeys | None,
+    max: int,
+    duration: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "setGlobalRateLimit-1"
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "max", max, low=0),
+        runtime.int_arg(_script, "duration", duration, low=0),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _SET_GLOBAL_RATE_LIMIT.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def set_global_rate_limit(
+    client: SyncClient,
+    *,
+    max: int,
+    duration: int,
+    queue: str | None = None,
+    keys: SetGlobalRateLimitKeys | None = None,
+) -> int:
+    """Sets the queue's rate limit, which every worker obeys, or removes it.
+
+    Stored in the meta hash's "max" and "duration": a pickup takes at most max jobs per
+    duration ms, whatever limit its caller passes.
+
+    Args:
+        max (int(0..)): at most this many jobs per window (0: remove the limit)
+        duration (int(0..)): the window, in milliseconds (0 with a max: the window ends at
+        once)
+
+    Returns:
+        int: 1
+    """
+    _keys, _args = _set_global_rate_limit_call(
+        queue,
+        keys,
+        max,
+        duration,
+    )
+    _reply = _SET_GLOBAL_RATE_LIMIT.run(client, _keys, _args)
+    return cast(int, _SET_GLOBAL_RATE_LIMIT.result(_reply))
+
+
+async def set_global_rate_limit_async(
+    client: AsyncClient,
+    *,
+    max: int,
+    duration: int,
+    queue: str | None = None,
+    keys: SetGlobalRateLimitKeys | None = None,
+) -> int:
+    """`set_global_rate_limit` for redis.asyncio clients."""
+    _keys, _args = _set_global_rate_limit_call(
+        queue,
+        keys,
+        max,
+        duration,
+    )
+    _reply = await _SET_GLOBAL_RATE_LIMIT.run_async(client, _keys, _args)
+    return cast(int, _SET_GLOBAL_RATE_LIMIT.result(_reply))
+
+
+def set_global_rate_limit_pipeline(
+    pipe: PipelineClient,
+    *,
+    max: int,
+    duration: int,
+    queue: str | None = None,
+    keys: SetGlobalRateLimitKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _set_global_rate_limit_call(
+        queue,
+        keys,
+        max,
+        duration,
+    )
+    _index = _SET_GLOBAL_RATE_LIMIT.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_SET_GLOBAL_RATE_LIMIT, _index, None)
 
 
 class UpdateJobSchedulerKeys(NamedTuple):
@@ -4443,21 +5327,29 @@ SCRIPTS: tuple[Script, ...] = (
     _GET_DEDUPLICATION_JOB_ID,
     _GET_DEPENDENCIES,
     _GET_DEPENDENCY_COUNTS,
+    _GET_GLOBAL_CONCURRENCY,
+    _GET_GLOBAL_RATE_LIMIT,
     _GET_JOB_SCHEDULER,
     _GET_JOB_SCHEDULERS,
     _GET_JOB_STATE,
     _GET_METRICS,
+    _GET_RATE_LIMIT_TTL,
+    _IS_MAXED,
     _MOVE_STALLED_JOBS_TO_WAIT,
     _MOVE_TO_ACTIVE,
     _MOVE_TO_DELAYED,
     _MOVE_TO_FINISHED,
     _MOVE_TO_WAITING_CHILDREN,
     _PAUSE,
+    _RATE_LIMIT,
     _REMOVE_CHILD_DEPENDENCY,
     _REMOVE_DEDUPLICATION_KEY,
     _REMOVE_JOB,
     _REMOVE_JOB_SCHEDULER,
+    _REMOVE_RATE_LIMIT_KEY,
     _REMOVE_UNPROCESSED_CHILDREN,
+    _SET_GLOBAL_CONCURRENCY,
+    _SET_GLOBAL_RATE_LIMIT,
     _UPDATE_JOB_SCHEDULER,
 )
 

@@ -5,23 +5,37 @@
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
--- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
+-- concurrency cap, each as the queue's meta sets it or else as the caller asks, take the next job (wait first, else the best priority, FIFO within it), lock
 -- it for `token`, record that the token holds it (`finished` and `answer`: the job the same call
 -- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }:
 -- the job, or "" and {} and the milliseconds until the limiter allows another job (0 when there is
 -- nothing to do now).
 -- The keys come first, in the order of the two scripts' KEYS (which share them), as parameters:
 -- a table of them, built on every call, cost the server more than some of the calls it names
--- (make bench). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
+-- (make bench). `settings` is the caller's `HMGET meta paused concurrency max duration`: the
+-- queue's own limits, which every worker of every runtime obeys (setGlobalRateLimit-1,
+-- setGlobalConcurrency-1). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
 -- and a Lua number handed to redis.call costs a conversion to text (Redis 7.0 prints it with
 -- "%.17g"), so numbers go as text where they can.
 local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
     pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
-    limitDuration, concurrency, paused, finished, answer)
+    limitDuration, concurrency, settings, finished, answer)
+  local paused = settings[1] ~= false
   promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
     metaKey, prefix, now, paused)
   if paused then
     return { "", {}, 0 }
+  end
+  -- A rate limit the queue stores replaces the caller's; a concurrency it stores caps the
+  -- caller's. Fields written by hand that do not read as numbers count as none.
+  local queueMax = settings[3] and tonumber(settings[3])
+  if queueMax and queueMax > 0 then
+    limitMax, limitDuration = queueMax, tonumber(settings[4]) or 0
+  end
+  local queueConcurrency = settings[2] and tonumber(settings[2])
+  if queueConcurrency and queueConcurrency > 0
+      and (concurrency == 0 or queueConcurrency < concurrency) then
+    concurrency = queueConcurrency
   end
   if limitMax > 0 then
     local taken = tonumber(redis.call("GET", limiterKey)) or 0

@@ -292,6 +292,14 @@ class QueueModel:
     stalled: set[str] = field(default_factory=set)
     paused: bool = False
     limiter: int = 0  # pickups in the rate limiter's window (its key's count)
+    # The queue's own limits, in its meta hash (setGlobalConcurrency-1, setGlobalRateLimit-1).
+    queue_concurrency: int = 0
+    queue_max: int = 0
+    queue_duration: int = 0
+    # An idle worker took the marker (BZPOPMIN) and its pickup was held back by a limit before
+    # it got to take a job, which refreshes the marker: until a pickup gets that far, or a
+    # resume, the marker may be missing while work waits (docs/protocol.md, the marker).
+    marker_taken: bool = False
     id_counter: int = 0
     pc: int = 0
     dedup: dict[str, str] = field(default_factory=dict)  # dedup id -> the job holding it
@@ -684,10 +692,17 @@ class QueueModel:
         self._promote_due(now)
         if self.paused:
             return "", {}, 0
+        if self.queue_max > 0:
+            limit_max = self.queue_max
+        if self.queue_concurrency > 0 and (
+            concurrency == 0 or self.queue_concurrency < concurrency
+        ):
+            concurrency = self.queue_concurrency
         if limit_max > 0 and self.limiter >= limit_max:
             return "", {}, -1
         if concurrency > 0 and len(self.active) >= concurrency:
             return "", {}, 0
+        self.marker_taken = False
         if self.wait:
             job_id = self.wait.pop()
         elif self.prioritized:
@@ -712,6 +727,34 @@ class QueueModel:
         if held is not None:
             return held, None, 0
         return self._pickup(token, now, concurrency, limit_max=limit_max)
+
+    # -- the queue's limits ---------------------------------------------------------------
+
+    def set_global_concurrency(self, concurrency: int) -> int:
+        self.queue_concurrency = concurrency
+        return 1
+
+    def set_global_rate_limit(self, limit_max: int, duration: int) -> int:
+        self.queue_max, self.queue_duration = limit_max, duration if limit_max else 0
+        return 1
+
+    def is_maxed(self) -> int:
+        return int(0 < self.queue_concurrency <= len(self.active))
+
+    def get_rate_limit_ttl(self, max_jobs: int) -> int:
+        """getRateLimitTtl-2; -1 stands for the limiter's time to live, as in a pickup."""
+        max_jobs = max_jobs or self.queue_max
+        if (max_jobs > 0 and self.limiter < max_jobs) or self.limiter == 0:
+            return 0
+        return -1
+
+    def rate_limit(self) -> int:
+        self.limiter = 2**53 - 1
+        return 1
+
+    def remove_rate_limit_key(self) -> int:
+        running, self.limiter = self.limiter > 0, 0
+        return int(running)
 
     # -- the lock holder's scripts --------------------------------------------------------
 
@@ -1305,6 +1348,7 @@ class QueueModel:
             for job_id in self.wait:
                 self.jobs[job_id].state = "wait"
         self.paused = pausing
+        self.marker_taken = False
         self._emit("paused" if pausing else "resumed", "")
         return 1
 

@@ -1,6 +1,7 @@
 --- Picks the next job up and locks it: the pickup step of a worker.
 --- Promotes due delayed jobs first; then, unless the queue is paused, the rate limiter is spent
---- or the concurrency cap is reached, takes the next job (wait first, else the best priority,
+--- or the concurrency cap is reached (the queue's own, stored in its meta hash, or else the
+--- caller's), takes the next job (wait first, else the best priority,
 --- FIFO within a priority), locks it for the worker's token, and moves it to active. A token
 --- names one pickup: re-sent with a token that still holds its job, it answers that job again
 --- and takes no other.
@@ -20,9 +21,11 @@
 --- @arg lock_duration  int(1..)           how long the lock lives without a heartbeat, in
 ---     milliseconds
 --- @arg now            int(0..)           the caller's clock, in milliseconds
---- @arg limit_max      int(0..)           at most this many jobs per limit_duration (0: no limit)
+--- @arg limit_max      int(0..)           at most this many jobs per limit_duration (0: no limit);
+---     a rate limit the queue stores replaces it and limit_duration
 --- @arg limit_duration int(0..)           the rate limiter's window, in milliseconds
---- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap)
+--- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap);
+---     a cap the queue stores holds too
 --- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds
 ---     until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the
 ---     concurrency cap)
@@ -199,23 +202,37 @@ end
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
--- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
+-- concurrency cap, each as the queue's meta sets it or else as the caller asks, take the next job (wait first, else the best priority, FIFO within it), lock
 -- it for `token`, record that the token holds it (`finished` and `answer`: the job the same call
 -- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }:
 -- the job, or "" and {} and the milliseconds until the limiter allows another job (0 when there is
 -- nothing to do now).
 -- The keys come first, in the order of the two scripts' KEYS (which share them), as parameters:
 -- a table of them, built on every call, cost the server more than some of the calls it names
--- (make bench). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
+-- (make bench). `settings` is the caller's `HMGET meta paused concurrency max duration`: the
+-- queue's own limits, which every worker of every runtime obeys (setGlobalRateLimit-1,
+-- setGlobalConcurrency-1). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
 -- and a Lua number handed to redis.call costs a conversion to text (Redis 7.0 prints it with
 -- "%.17g"), so numbers go as text where they can.
 local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
     pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
-    limitDuration, concurrency, paused, finished, answer)
+    limitDuration, concurrency, settings, finished, answer)
+  local paused = settings[1] ~= false
   promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
     metaKey, prefix, now, paused)
   if paused then
     return { "", {}, 0 }
+  end
+  -- A rate limit the queue stores replaces the caller's; a concurrency it stores caps the
+  -- caller's. Fields written by hand that do not read as numbers count as none.
+  local queueMax = settings[3] and tonumber(settings[3])
+  if queueMax and queueMax > 0 then
+    limitMax, limitDuration = queueMax, tonumber(settings[4]) or 0
+  end
+  local queueConcurrency = settings[2] and tonumber(settings[2])
+  if queueConcurrency and queueConcurrency > 0
+      and (concurrency == 0 or queueConcurrency < concurrency) then
+    concurrency = queueConcurrency
   end
   if limitMax > 0 then
     local taken = tonumber(redis.call("GET", limiterKey)) or 0
@@ -288,7 +305,7 @@ local held = heldJob(prefix, token)
 if held then
   return { held, redis.call("HGETALL", prefix .. held), 0 }
 end
-local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+local settings = redis.call("HMGET", metaKey, "paused", "concurrency", "max", "duration")
 return pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey, pausedKey,
   metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax, limitDuration,
-  concurrency, paused, nil, nil)
+  concurrency, settings, nil, nil)

@@ -32,11 +32,9 @@
 --- @arg jitter          number(0..<1)           the random draw for a backoff with a jitter
 --- @arg fetch_next      bool                    pick the next job up for the same token
 --- @arg lock_duration   int(1..)                the next job's lock time to live, in milliseconds
---- @arg limit_max       int(0..)                at most this many jobs per limit_duration (0: no
----     limit)
---- @arg limit_duration  int(0..)                the rate limiter's window, in milliseconds
---- @arg concurrency     int(0..)                at most this many jobs active in the queue (0: no
----     cap)
+--- @arg limit_max       int(0..)                as moveToActive-11's
+--- @arg limit_duration  int(0..)                as moveToActive-11's
+--- @arg concurrency     int(0..)                as moveToActive-11's
 --- @arg max_metrics     int(0..)                keep this many per-minute points of the metrics
 ---     series (0: only the count)
 --- @arg backoff_delay   int(0..)                the retry delay the caller computed, for a backoff
@@ -576,23 +574,37 @@ end
 
 -- The pickup shared by moveToActive and moveToFinished's fetch-next: promote due delayed jobs,
 -- respect the pause, the rate limiter (at most `limitMax` jobs per `limitDuration` ms) and the
--- concurrency cap, take the next job (wait first, else the best priority, FIFO within it), lock
+-- concurrency cap, each as the queue's meta sets it or else as the caller asks, take the next job (wait first, else the best priority, FIFO within it), lock
 -- it for `token`, record that the token holds it (`finished` and `answer`: the job the same call
 -- finished first and where it went, or nil), make it active. Returns { jobId, fields, limitedFor }:
 -- the job, or "" and {} and the milliseconds until the limiter allows another job (0 when there is
 -- nothing to do now).
 -- The keys come first, in the order of the two scripts' KEYS (which share them), as parameters:
 -- a table of them, built on every call, cost the server more than some of the calls it names
--- (make bench). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
+-- (make bench). `settings` is the caller's `HMGET meta paused concurrency max duration`: the
+-- queue's own limits, which every worker of every runtime obeys (setGlobalRateLimit-1,
+-- setGlobalConcurrency-1). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
 -- and a Lua number handed to redis.call costs a conversion to text (Redis 7.0 prints it with
 -- "%.17g"), so numbers go as text where they can.
 local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
     pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
-    limitDuration, concurrency, paused, finished, answer)
+    limitDuration, concurrency, settings, finished, answer)
+  local paused = settings[1] ~= false
   promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
     metaKey, prefix, now, paused)
   if paused then
     return { "", {}, 0 }
+  end
+  -- A rate limit the queue stores replaces the caller's; a concurrency it stores caps the
+  -- caller's. Fields written by hand that do not read as numbers count as none.
+  local queueMax = settings[3] and tonumber(settings[3])
+  if queueMax and queueMax > 0 then
+    limitMax, limitDuration = queueMax, tonumber(settings[4]) or 0
+  end
+  local queueConcurrency = settings[2] and tonumber(settings[2])
+  if queueConcurrency and queueConcurrency > 0
+      and (concurrency == 0 or queueConcurrency < concurrency) then
+    concurrency = queueConcurrency
   end
   if limitMax > 0 then
     local taken = tonumber(redis.call("GET", limiterKey)) or 0
@@ -747,7 +759,8 @@ local nextJob = { "", {}, 0 }
 if fetchNext then
   nextJob = pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
     pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, nowText, limitMax,
-    limitDuration, concurrency, redis.call("HEXISTS", metaKey, "paused") == 1, jobId, went)
+    limitDuration, concurrency,
+    redis.call("HMGET", metaKey, "paused", "concurrency", "max", "duration"), jobId, went)
 end
 if nextJob[1] == "" then
   -- The token's record keeps this finish's answer for a re-send: the job may be removed, or

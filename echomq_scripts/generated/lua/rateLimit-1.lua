@@ -1,0 +1,63 @@
+--- Holds the queue's pickups back for a while: a worker's dynamic rate limit.
+--- For example after the service a job calls answered "too many requests". The limiter counts
+--- as full until the time is over, so every pickup with a rate limit (the caller's or the
+--- queue's) answers the time left instead of a job; a pickup without one is not held back.
+--- @key limiter  `emq:{q}:limiter`  the rate limiter's count, with the window's TTL
+--- @arg duration  int(1..)  how long to hold pickups back, in milliseconds
+--- @return int  1
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
+local function queuePrefix(key)
+  return string.match(key, "^(emq:{[^{}]*}:)")
+end
+
+-- A key the caller passed, which must be the queue-wide key `name` of one queue
+-- ("emq:{q}:<name>"): a script that writes or deletes by it must not reach another key. Returns
+-- the queue's prefix; raises a Lua error naming the key otherwise.
+local function checkQueueKey(key, name)
+  local prefix = queuePrefix(key)
+  if not prefix or key ~= prefix .. name then
+    error("key " .. key .. " is not a queue's " .. name .. " key")
+  end
+  return prefix
+end
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up to `high` (nil: 2^53 - 1). Redis would refuse the text " 5"
+-- that tonumber reads, and only after the script's first write; and a number handed to
+-- redis.call costs a conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low, high)
+  if not string.find(value, "^%d+$") then
+    error(name .. " must be an integer from " .. low .. " to "
+      .. (high and tostring(high) or "2^53 - 1") .. " in decimal digits, got '" .. value .. "'")
+  end
+  return intArg(value, name, low, high)
+end
+
+local limiterKey = KEYS[1]
+digitsArg(ARGV[1], "duration", 1)
+checkQueueKey(limiterKey, "limiter")
+-- The largest count a Lua number holds exactly: above any limit.
+redis.call("SET", limiterKey, "9007199254740991", "PX", ARGV[1])
+return 1

@@ -1,0 +1,19 @@
+--- Tells how long the rate limiter still holds pickups back. It only reads.
+--- The limiter holds them while it has counted at least the limit in its window: the max_jobs
+--- given, or else the queue's stored rate limit. Without either, any limiter left (the one
+--- rateLimit-1 sets) is answered.
+--- @key limiter  `emq:{q}:limiter`  the rate limiter's count, with the window's TTL
+--- @key meta     `emq:{q}:meta`     the queue's meta hash
+--- @arg max_jobs  int(0..)  the limit to test (0: the queue's stored one)
+--- @return int  the milliseconds until a pickup may take a job, or 0 when it may now
+--- @include "includes/intArg"
+
+local limiterKey, metaKey = KEYS[1], KEYS[2]
+local maxJobs = intArg(ARGV[1], "max_jobs", 0)
+if maxJobs == 0 then
+  maxJobs = tonumber(redis.call("HGET", metaKey, "max")) or 0
+end
+if maxJobs > 0 and (tonumber(redis.call("GET", limiterKey)) or 0) < maxJobs then
+  return 0
+end
+return math.max(redis.call("PTTL", limiterKey), 0)
