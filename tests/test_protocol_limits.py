@@ -47,7 +47,8 @@ def test_the_queues_rate_limit_replaces_the_workers(q: Queue) -> None:
     assert q.take_id(limit_max=10, limit_duration=1000) == "a"
     assert 1000 < q.r.pttl(q.key("limiter")) <= 5000
     job_id, _, limited_for = q.take(limit_max=10, limit_duration=1000)
-    assert job_id == "" and 1000 < limited_for <= 5000
+    assert job_id == ""
+    assert 1000 < limited_for <= 5000
     # A worker that passes no limit is held back too.
     assert q.take()[0] == ""
     assert 1000 < g.get_rate_limit_ttl(q.r, queue=q.name, max_jobs=0) <= 5000
@@ -69,7 +70,8 @@ def test_a_dynamic_rate_limit_holds_back_every_pickup_with_a_limit(q: Queue) -> 
     assert q.take_id() == "a"
     assert g.rate_limit(q.r, queue=q.name, duration=4000) == 1
     job_id, _, limited_for = q.take(limit_max=100, limit_duration=1000)
-    assert job_id == "" and 0 < limited_for <= 4000
+    assert job_id == ""
+    assert 0 < limited_for <= 4000
     assert 0 < g.get_rate_limit_ttl(q.r, queue=q.name, max_jobs=100) <= 4000
     # Without a limit of its own or the queue's, a pickup is not held back (as BullMQ's).
     assert 0 < g.get_rate_limit_ttl(q.r, queue=q.name, max_jobs=0) <= 4000
