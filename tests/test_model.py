@@ -69,6 +69,9 @@ RETENTION_RULES: list[object] = [
     {"count": -1},
     {"count": "1"},
     {"age": "0"},
+    {"age": 0, "limit": 1},
+    {"count": 0, "limit": 2},
+    {"age": 0, "count": 1, "limit": "2"},
 ]
 
 

@@ -424,3 +424,28 @@ def test_get_metrics_refuses_keys_of_another_series(r: redis.Redis) -> None:
     keys = list(g.get_metrics_keys("q", "completed"))
     with pytest.raises(LuaError, match="is not the queue's metrics:failed key"):
         g.get_metrics(r, keys=g.GetMetricsKeys(*keys), outcome="failed", start=0, stop=-1)
+
+
+def test_a_retention_limit_bounds_the_jobs_one_finish_removes(q: Queue) -> None:
+    def completed() -> list[str]:
+        scores = q.scores("completed")
+        return sorted(scores, key=lambda j: scores[j])
+
+    # Five completed jobs kept, then a rule that keeps none, at most two removed a finish.
+    for n in range(5):
+        q.add(f"old{n}")
+        run_to(q, "completed", f"old{n}", NOW + n)
+    rule = {"count": 0, "limit": 2}
+    for n, left in enumerate([4, 3, 2]):
+        q.add(f"new{n}", opts={"removeOnComplete": rule})
+        run_to(q, "completed", f"new{n}", NOW + 10 + n)
+        # Two of the oldest go a finish, not the whole excess.
+        assert len(completed()) == left
+    assert completed() == ["new1", "new2"]
+    # By age, oldest first, within the same limit: the two new ones go, the aged ones stay.
+    for n in range(3):
+        q.add(f"aged{n}")
+        run_to(q, "completed", f"aged{n}", NOW + 20 + n)
+    q.add("last", opts={"removeOnComplete": {"age": 0, "limit": 2}})
+    run_to(q, "completed", "last", NOW + 100)
+    assert completed() == ["aged0", "aged1", "aged2", "last"]

@@ -40,22 +40,25 @@ def lua_number(value: object) -> float | None:
     return None
 
 
-def keep_rule(rule: object) -> tuple[bool, int | None, float | None]:
+def keep_rule(rule: object) -> tuple[bool, int | None, float | None, int]:
     """A retention rule read as the scripts read it (includes/applyRetention.lua): (remove the job
-    itself, keep the newest N or None, drop older than `age` seconds or None)."""
-    if rule is None or rule is False:
-        return False, None, None
+    itself, keep the newest N or None, drop older than `age` seconds or None, remove at most this
+    many)."""
     if rule is True:
-        return True, None, None
+        return True, None, None, 1
+    if not isinstance(rule, int | float | dict) or isinstance(rule, bool):
+        return False, None, None, 0
     count: object = rule if isinstance(rule, int | float) else None
     age: object = None
+    most: object = None
     if isinstance(rule, dict):
-        count, age = rule.get("count"), rule.get("age")
-    keep, seconds = lua_number(count), lua_number(age)
+        count, age, most = rule.get("count"), rule.get("age"), rule.get("limit")
+    keep, seconds, limit = lua_number(count), lua_number(age), lua_number(most)
     return (
         False,
         math.floor(keep) if keep is not None and keep >= 0 else None,
         seconds if seconds is not None and seconds >= 0 else None,
+        math.floor(limit) if limit is not None and limit >= 1 else 1000,
     )
 
 
@@ -788,14 +791,18 @@ class QueueModel:
         self.jobs[job_id].lock = None
 
     def _retention(self, finished: dict[str, int], job_id: str, rule: object, now: int) -> bool:
-        own, keep, age = keep_rule(rule)
+        own, keep, age, limit = keep_rule(rule)
         drop: list[str] = [job_id] if own else []
+
+        def oldest() -> list[str]:
+            return sorted(finished, key=lambda j: (finished[j], j.encode()))
+
         if age is not None:
-            drop += [j for j in finished if finished[j] <= now - age * 1000]
-        if keep is not None:
-            ordered = sorted(finished, key=lambda j: (finished[j], j.encode()))
-            drop += ordered[: max(len(ordered) - keep, 0)]
-        for gone in dict.fromkeys(drop):
+            drop += [j for j in oldest() if finished[j] <= now - age * 1000][:limit]
+        if keep is not None and limit > len(drop):
+            left = [j for j in oldest() if j not in drop]
+            drop += left[: min(len(left) - keep, limit - len(drop))] if len(left) > keep else []
+        for gone in drop:
             del finished[gone]
             del self.jobs[gone]
         return job_id in drop
