@@ -339,10 +339,10 @@ def test_a_finish_sent_twice_lands_once(
 def test_a_finish_re_sent_after_its_job_was_retried_and_taken_again(q: Queue) -> None:
     q.add("a", opts={"attempts": 2})
     q.take_id(token="t-1")
-    assert q.fail("a")[0] == "delayed"
-    assert q.take_id(token="t-2") == "a"  # backoff 0: due at once
+    assert q.fail("a")[0] == "waiting"  # no backoff: ready again at once
+    assert q.take_id(token="t-2") == "a"
     # t-1's re-sent finish answers where its own call sent the job.
-    assert q.fail("a", token="t-1") == ("delayed", "", {}, 0)
+    assert q.fail("a", token="t-1") == ("waiting", "", {}, 0)
     assert q.check() == {"a": "active"}
     assert q.lock("a") == "t-2"
 
@@ -353,15 +353,17 @@ def test_a_finish_re_sent_after_another_token_finished_the_job_again(q: Queue) -
     for job_id, first, second in (("a", "t-1", "t-2"), ("b", "t-3", "t-4")):
         q.add(job_id, opts={"attempts": 2, "removeOnComplete": job_id == "a"})
         assert q.take_id(token=first) == job_id
-        assert q.fail(job_id)[0] == "delayed"
+        assert q.fail(job_id)[0] == "waiting"
         assert q.take_id(token=second) == job_id
         assert q.complete(job_id)[0] == "completed"
-        assert q.fail(job_id, token=first) == ("delayed", "", {}, 0)
+        assert q.fail(job_id, token=first) == ("waiting", "", {}, 0)
     assert q.check() == {"b": "completed"}  # a was removed by its retention rule
 
 
 CLOCK_CALLS = {
-    "moveToFinished": ["a", "t-1", "5 ", "completed", "1", "", "0", "0", "1000", "0", "0", "0"],
+    "moveToFinished": [
+        *["a", "t-1", "5 ", "completed", "1", "", "0", "0", "1000", "0", "0", "0", "0", "0"]
+    ],
     "moveStalledJobsToWait": ["0", " 5"],
     "moveToActive": ["t-2", "1000", "5.0", "0", "0", "0"],
     "moveToDelayed": ["a", "t-1", "1e3", "0", "0"],
@@ -390,13 +392,13 @@ def test_a_clock_not_in_decimal_digits_is_refused_before_any_write(q: Queue, scr
 
 
 def test_a_fetch_next_never_takes_back_the_job_it_retried(q: Queue) -> None:
-    q.add("a", opts={"attempts": 3})  # no backoff: the retry is due at once
+    q.add("a", opts={"attempts": 3})  # no backoff: the retry is ready at once
     q.take_id(token="t-1")
-    assert q.fail("a", fetch_next=True) == ("delayed", "", {}, 0)
-    assert q.check() == {"a": "delayed"}
+    assert q.fail("a", fetch_next=True) == ("waiting", "", {}, 0)
+    assert q.check() == {"a": "wait"}
     # A new pickup takes it; re-sent, the first finish still answers the same.
     assert q.take_id(token="t-2") == "a"
-    assert q.fail("a", token="t-1", fetch_next=True) == ("delayed", "", {}, 0)
+    assert q.fail("a", token="t-1", fetch_next=True) == ("waiting", "", {}, 0)
 
 
 def test_a_retry_sent_twice_backs_off_once(q: Queue) -> None:

@@ -362,9 +362,13 @@ def retried_delays(q: Queue, backoff: object, jitter: float = 0.0, custom: int =
     for _ in range(3):
         assert q.take_id(now=now) == "b"
         went = q.fail("b", now=now, jitter=jitter, backoff_delay=custom)
-        assert went[0] == "delayed"
         delays.append(int(q.job("b")["delay"]))
-        assert q.scores("delayed") == {"b": now + delays[-1]}
+        if delays[-1]:
+            assert went[0] == "delayed"
+            assert q.scores("delayed") == {"b": now + delays[-1]}
+        else:  # no delay: ready again at once
+            assert went[0] == "waiting"
+            assert q.items("wait") == ["b"]
         now += delays[-1]
     return delays
 
@@ -449,3 +453,34 @@ def test_a_retention_limit_bounds_the_jobs_one_finish_removes(q: Queue) -> None:
     q.add("last", opts={"removeOnComplete": {"age": 0, "limit": 2}})
     run_to(q, "completed", "last", NOW + 100)
     assert completed() == ["aged0", "aged1", "aged2", "last"]
+
+
+def test_a_retry_without_a_delay_is_ready_again_at_once(q: Queue) -> None:
+    q.add("a", opts={"attempts": 2})
+    q.add_prioritized("p", opts={"attempts": 2}, priority=3)
+    q.add("b")
+    assert q.take_id() == "a"
+    # Retried with no backoff: back to wait, behind what was waiting, not through delayed.
+    assert q.fail("a", fetch_next=True)[:2] == ("waiting", "b")
+    assert q.check() == {"a": "wait", "b": "active", "p": "prioritized"}
+    assert q.items("wait") == ["a"]
+    assert q.last_event() == {"event": "waiting", "jobId": "a", "prev": "active"}
+    assert q.job("a")["atm"] == "1"
+    assert q.marker() == 0
+    # A job with a priority goes back to prioritized; on a paused queue a job goes to paused.
+    assert q.take_id() == "a"
+    assert q.take_id() == "p"
+    assert q.fail("p")[0] == "waiting"
+    assert q.state("p") == "prioritized"
+    q.pause()
+    assert q.fail("a", reason="again")[0] == "failed"  # its last attempt
+    q.add("c", opts={"attempts": 2})
+    q.resume()
+    assert q.take_id() == "c"
+    q.pause()
+    assert q.fail("c")[0] == "waiting"
+    assert q.state("c") == "paused"
+    assert q.last_event() == {"event": "paused", "jobId": "c", "prev": "active"}
+    # Re-sent, the finish answers the same and changes nothing.
+    assert q.fail("c", token=q.token_of("c"))[0] == "waiting"
+    assert q.state("c") == "paused"

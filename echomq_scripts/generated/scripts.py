@@ -3303,7 +3303,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="86e407a82d10fab9b683dbbdb6754e88f99d348c",
+        sha1="e5697df1915b04a9a1b96ba636e0b7b72a3f1384",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
@@ -3423,12 +3423,12 @@ def move_to_finished(
 
     Verifies the lock token first, then that the job exists, has no pending and no failed
     children (to complete) and is active. A completion stores the return value; a failure
-    stores the reason and stack trace and, while attempts are left, goes to delayed with its
-    backoff instead of to failed. A finished job is scored by its finish time, counted in
-    the metrics, kept or removed by removeOnComplete / removeOnFail, and releases its
-    deduplication id. A completed child's value goes to its parent, and the last pending one
-    moves the parent out of waiting-children; a child that fails for good acts on its parent
-    by its policy (failParentOnFailure, ignoreDependencyOnFailure,
+    stores the reason and stack trace and, while attempts are left, goes back to wait (no
+    backoff) or to delayed (a backoff) instead of to failed. A finished job is scored by its
+    finish time, counted in the metrics, kept or removed by removeOnComplete / removeOnFail,
+    and releases its deduplication id. A completed child's value goes to its parent, and the
+    last pending one moves the parent out of waiting-children; a child that fails for good
+    acts on its parent by its policy (failParentOnFailure, ignoreDependencyOnFailure,
     removeDependencyOnFailure, continueParentOnFailure; none: the parent keeps waiting and
     cannot complete). Re-sent after it landed, the call answers where the job went and, with
     fetch_next, the job the first call picked (the one the token holds), if any.
@@ -3452,8 +3452,9 @@ def move_to_finished(
         type other than fixed and exponential
 
     Returns:
-        tuple[string, string, hash, int]: where the job went ("completed", "failed" or
-        "delayed"), then the next job as moveToActive answers it
+        tuple[string, string, hash, int]: where the job went ("completed", "failed",
+        "delayed" or, retried without a delay, "waiting"), then the next job as moveToActive
+        answers it
 
     Raises:
         JobNotExist: the script returned -1.

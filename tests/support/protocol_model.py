@@ -909,7 +909,7 @@ class QueueModel:
         code = self._lock_code(job_id, token)
         if code:
             went = self._landed(job_id, token)
-            if went not in ("completed", "failed", "delayed"):
+            if went not in ("completed", "failed", "delayed", "waiting"):
                 return code
             held = self.held_job(token) if fetch_next else None
             return (went, held, None, 0) if held is not None else (went, "", {}, 0)
@@ -929,8 +929,11 @@ class QueueModel:
         if outcome == "failed" and job.atm < attempts:
             job.delay = backoff_delay(job.opts.get("backoff"), job.atm, jitter, custom_delay)
             job.failed_reason = result
-            went, retry_at = "delayed", now + job.delay
-            job.state = "delayed (in flight)"
+            if job.delay > 0:
+                went, retry_at = "delayed", now + job.delay
+            else:
+                went = "waiting"
+            job.state = "delayed (in flight)"  # in no state until the end of the call
         else:
             went = outcome
             job.finished_on = now
@@ -960,6 +963,9 @@ class QueueModel:
             self.delayed[job_id] = retry_at
             job.state = "delayed"
             self._emit("delayed", job_id, "delay", job.delay, "prev", "active")
+        elif went == "waiting":
+            state = self._enqueue_ready_job(job_id)
+            self._emit("paused" if state == "paused" else "waiting", job_id, "prev", "active")
         return (went, *picked)
 
     def move_to_delayed(self, job_id: str, token: str, now: int, base: int, jitter: float) -> int:

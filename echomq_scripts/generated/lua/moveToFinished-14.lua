@@ -1,8 +1,8 @@
 --- Completes or fails an active job, and optionally picks the next one up in the same call.
 --- Verifies the lock token first, then that the job exists, has no pending and no failed children
 --- (to complete) and is active. A completion stores the return value; a failure stores the reason
---- and stack trace and, while attempts are left, goes to delayed with its backoff instead of to
---- failed. A finished job is scored by its finish time, counted in the metrics, kept or removed by
+--- and stack trace and, while attempts are left, goes back to wait (no backoff) or to delayed
+--- (a backoff) instead of to failed. A finished job is scored by its finish time, counted in the metrics, kept or removed by
 --- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child's value
 --- goes to its parent, and the last pending one moves the parent out of waiting-children; a child
 --- that fails for good acts on its parent by its policy (failParentOnFailure,
@@ -39,8 +39,9 @@
 ---     series (0: only the count)
 --- @arg backoff_delay   int(0..)                the retry delay the caller computed, for a backoff
 ---     of a type other than fixed and exponential
---- @return tuple[string, string, hash, int]  where the job went ("completed", "failed" or
----     "delayed"), then the next job as moveToActive answers it
+--- @return tuple[string, string, hash, int]  where the job went ("completed", "failed",
+---     "delayed" or, retried without a delay, "waiting"), then the next job as moveToActive
+---     answers it
 --- @error -1 JobNotExist
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
@@ -689,7 +690,7 @@ local lockState = checkLock(jobKey .. ":lock", token)
 if lockState ~= 0 then
   -- No lock for this token: a new call fails, a re-sent one answers what the first call did.
   local went = landedFinish(prefix, jobId, token)
-  if went ~= "completed" and went ~= "failed" and went ~= "delayed" then
+  if went ~= "completed" and went ~= "failed" and went ~= "delayed" and went ~= "waiting" then
     return lockState
   end
   -- The first call's pickup, if it took a job: the token holds it. No new pickup: it could take
@@ -731,7 +732,12 @@ if outcome == "failed" and attemptsMade < (tonumber(opts.attempts) or 1) then
   local delay = backoffDelay(opts.backoff, attemptsMade, jitter, customDelay)
   redis.call("HSET", jobKey, "atm", attemptsText, "failedReason", result, "stacktrace", stacktrace,
     "delay", delay)
-  went, retryAt = "delayed", now + delay
+  -- Without a delay the job is ready again at once (as BullMQ's retry does), not delayed.
+  if delay > 0 then
+    went, retryAt = "delayed", now + delay
+  else
+    went = "waiting"
+  end
 else
   if outcome == "completed" then
     redis.call("HSET", jobKey, "atm", attemptsText, "returnvalue", result, "finishedOn", nowText)
@@ -779,5 +785,10 @@ if retryAt then
   redis.call("ZADD", delayedKey, retryAt, jobId)
   signalWork(markerKey, retryAt)
   emitEvent(eventsKey, metaKey, "delayed", jobId, "delay", retryAt - now, "prev", "active")
+elseif went == "waiting" then
+  local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix,
+    jobId, redis.call("HEXISTS", metaKey, "paused") == 1)
+  emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "prev",
+    "active")
 end
 return { went, nextJob[1], nextJob[2], nextJob[3] }
