@@ -38,6 +38,7 @@ BY_JOB = [keys.job, keys.lock, keys.dependencies, keys.processed, keys.ignored, 
 def every_key(queue: str, job_id: str) -> set[str]:
     built = {f(queue) for f in BY_QUEUE} | {f(queue, job_id) for f in BY_JOB}
     built |= {keys.metrics(queue, o) for o in ("completed", "failed")}
+    built |= {keys.metrics_data(queue, o) for o in ("completed", "failed")}
     built |= {keys.state(queue, s) for s in keys.STATES}
     built |= {keys.schedulers(queue), keys.scheduler(queue, "s1")}
     return built | {keys.dedup(queue, "d1"), keys.dedup_next(queue, "d1")}
