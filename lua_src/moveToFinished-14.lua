@@ -84,11 +84,12 @@ local jitter = fractionArg(ARGV[7], "jitter")
 local fetchNext = ARGV[8] == "1"
 local lockDuration = ARGV[9] -- as the caller sent it, like nowText
 digitsArg(lockDuration, "lock_duration", 1)
-local limitMax = intArg(ARGV[10], "limit_max", 0)
-local limitDuration = intArg(ARGV[11], "limit_duration", 0)
-local concurrency = intArg(ARGV[12], "concurrency", 0)
-local maxMetrics = intArg(ARGV[13], "max_metrics", 0)
-local customDelay = intArg(ARGV[14], "backoff_delay", 0)
+-- "0", the usual value, is read without a call (see moveToActive-11).
+local limitMax = ARGV[10] == "0" and 0 or intArg(ARGV[10], "limit_max", 0)
+local limitDuration = ARGV[11] == "0" and 0 or intArg(ARGV[11], "limit_duration", 0)
+local concurrency = ARGV[12] == "0" and 0 or intArg(ARGV[12], "concurrency", 0)
+local maxMetrics = ARGV[13] == "0" and 0 or intArg(ARGV[13], "max_metrics", 0)
+local customDelay = ARGV[14] == "0" and 0 or intArg(ARGV[14], "backoff_delay", 0)
 
 local prefix = queuePrefix(waitKey)
 local jobKey = prefix .. jobId
@@ -179,7 +180,7 @@ if fetchNext then
   nextJob = pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
     pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, nowText, limitMax,
     limitDuration, concurrency,
-    redis.call("HMGET", metaKey, "paused", "concurrency", "max", "duration"), jobId, went)
+    redis.call("HGETALL", metaKey), jobId, went)
 end
 if nextJob[1] == "" then
   -- The token's record keeps this finish's answer for a re-send: the job may be removed, or

@@ -12,15 +12,28 @@
 -- nothing to do now).
 -- The keys come first, in the order of the two scripts' KEYS (which share them), as parameters:
 -- a table of them, built on every call, cost the server more than some of the calls it names
--- (make bench). `settings` is the caller's `HMGET meta paused concurrency max duration`: the
+-- (make bench). `settings` is the caller's `HGETALL meta`: whether the queue is paused, and the
 -- queue's own limits, which every worker of every runtime obeys (setGlobalRateLimit-1,
--- setGlobalConcurrency-1). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
+-- setGlobalConcurrency-1). The hash is small, and reading it whole cost the server less than an
+-- HMGET of the four fields (make bench). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
 -- and a Lua number handed to redis.call costs a conversion to text (Redis 7.0 prints it with
 -- "%.17g"), so numbers go as text where they can.
 local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
     pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
     limitDuration, concurrency, settings, finished, answer)
-  local paused = settings[1] ~= false
+  local paused, queueMax, queueDuration, queueConcurrency = false, nil, nil, nil
+  for i = 1, #settings, 2 do
+    local name = settings[i]
+    if name == "paused" then
+      paused = true
+    elseif name == "max" then
+      queueMax = tonumber(settings[i + 1])
+    elseif name == "duration" then
+      queueDuration = tonumber(settings[i + 1])
+    elseif name == "concurrency" then
+      queueConcurrency = tonumber(settings[i + 1])
+    end
+  end
   promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
     metaKey, prefix, now, paused)
   if paused then
@@ -28,11 +41,9 @@ local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey,
   end
   -- A rate limit the queue stores replaces the caller's; a concurrency it stores caps the
   -- caller's. Fields written by hand that do not read as numbers count as none.
-  local queueMax = settings[3] and tonumber(settings[3])
   if queueMax and queueMax > 0 then
-    limitMax, limitDuration = queueMax, tonumber(settings[4]) or 0
+    limitMax, limitDuration = queueMax, queueDuration or 0
   end
-  local queueConcurrency = settings[2] and tonumber(settings[2])
   if queueConcurrency and queueConcurrency > 0
       and (concurrency == 0 or queueConcurrency < concurrency) then
     concurrency = queueConcurrency

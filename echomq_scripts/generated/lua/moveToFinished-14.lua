@@ -588,15 +588,28 @@ end
 -- nothing to do now).
 -- The keys come first, in the order of the two scripts' KEYS (which share them), as parameters:
 -- a table of them, built on every call, cost the server more than some of the calls it names
--- (make bench). `settings` is the caller's `HMGET meta paused concurrency max duration`: the
+-- (make bench). `settings` is the caller's `HGETALL meta`: whether the queue is paused, and the
 -- queue's own limits, which every worker of every runtime obeys (setGlobalRateLimit-1,
--- setGlobalConcurrency-1). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
+-- setGlobalConcurrency-1). The hash is small, and reading it whole cost the server less than an
+-- HMGET of the four fields (make bench). `now` and `lockDuration` are the caller's text as it sent it: Redis reads them,
 -- and a Lua number handed to redis.call costs a conversion to text (Redis 7.0 prints it with
 -- "%.17g"), so numbers go as text where they can.
 local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
     pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
     limitDuration, concurrency, settings, finished, answer)
-  local paused = settings[1] ~= false
+  local paused, queueMax, queueDuration, queueConcurrency = false, nil, nil, nil
+  for i = 1, #settings, 2 do
+    local name = settings[i]
+    if name == "paused" then
+      paused = true
+    elseif name == "max" then
+      queueMax = tonumber(settings[i + 1])
+    elseif name == "duration" then
+      queueDuration = tonumber(settings[i + 1])
+    elseif name == "concurrency" then
+      queueConcurrency = tonumber(settings[i + 1])
+    end
+  end
   promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
     metaKey, prefix, now, paused)
   if paused then
@@ -604,11 +617,9 @@ local function pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey,
   end
   -- A rate limit the queue stores replaces the caller's; a concurrency it stores caps the
   -- caller's. Fields written by hand that do not read as numbers count as none.
-  local queueMax = settings[3] and tonumber(settings[3])
   if queueMax and queueMax > 0 then
-    limitMax, limitDuration = queueMax, tonumber(settings[4]) or 0
+    limitMax, limitDuration = queueMax, queueDuration or 0
   end
-  local queueConcurrency = settings[2] and tonumber(settings[2])
   if queueConcurrency and queueConcurrency > 0
       and (concurrency == 0 or queueConcurrency < concurrency) then
     concurrency = queueConcurrency
@@ -677,11 +688,12 @@ local jitter = fractionArg(ARGV[7], "jitter")
 local fetchNext = ARGV[8] == "1"
 local lockDuration = ARGV[9] -- as the caller sent it, like nowText
 digitsArg(lockDuration, "lock_duration", 1)
-local limitMax = intArg(ARGV[10], "limit_max", 0)
-local limitDuration = intArg(ARGV[11], "limit_duration", 0)
-local concurrency = intArg(ARGV[12], "concurrency", 0)
-local maxMetrics = intArg(ARGV[13], "max_metrics", 0)
-local customDelay = intArg(ARGV[14], "backoff_delay", 0)
+-- "0", the usual value, is read without a call (see moveToActive-11).
+local limitMax = ARGV[10] == "0" and 0 or intArg(ARGV[10], "limit_max", 0)
+local limitDuration = ARGV[11] == "0" and 0 or intArg(ARGV[11], "limit_duration", 0)
+local concurrency = ARGV[12] == "0" and 0 or intArg(ARGV[12], "concurrency", 0)
+local maxMetrics = ARGV[13] == "0" and 0 or intArg(ARGV[13], "max_metrics", 0)
+local customDelay = ARGV[14] == "0" and 0 or intArg(ARGV[14], "backoff_delay", 0)
 
 local prefix = queuePrefix(waitKey)
 local jobKey = prefix .. jobId
@@ -772,7 +784,7 @@ if fetchNext then
   nextJob = pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
     pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, nowText, limitMax,
     limitDuration, concurrency,
-    redis.call("HMGET", metaKey, "paused", "concurrency", "max", "duration"), jobId, went)
+    redis.call("HGETALL", metaKey), jobId, went)
 end
 if nextJob[1] == "" then
   -- The token's record keeps this finish's answer for a re-send: the job may be removed, or
