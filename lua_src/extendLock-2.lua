@@ -9,11 +9,10 @@
 --- @return int  1 when the lock was extended
 --- @error -2 JobLockNotExist
 --- @error -6 JobLockMismatch
---- @include "includes/checkLock"
 --- @include "includes/digitsArg"
 --- @include "includes/queuePrefix"
+--- @include "includes/renewLock"
 --- @include "includes/tokenArg"
---- @include "includes/tokenKey"
 
 local lockKey, stalledKey = KEYS[1], KEYS[2]
 local token = tokenArg(ARGV[1])
@@ -21,13 +20,8 @@ local duration = ARGV[2] -- as the caller sent it: Redis reads it
 digitsArg(duration, "duration", 1)
 local jobId = ARGV[3]
 
-local lockState = checkLock(lockKey, token)
+local lockState = renewLock(queuePrefix(stalledKey), lockKey, stalledKey, token, duration, jobId)
 if lockState ~= 0 then
   return lockState
 end
-redis.call("SET", lockKey, token, "PX", duration)
--- The token's record lives as long as its lock; renewed, not rewritten: it may also hold the
--- answer of the finish that handed the token on.
-redis.call("PEXPIRE", tokenKey(queuePrefix(stalledKey), token), duration)
-redis.call("SREM", stalledKey, jobId)
 return 1

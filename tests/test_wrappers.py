@@ -374,7 +374,7 @@ def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> Non
         runner = CliRunner()
         assert runner.invoke(cli, ["build", "--check", "--no-cache"]).exit_code == 0
         script = Path("lua_src/extendLock-2.lua")
-        script.write_text(script.read_text().replace("PX", "px"))
+        script.write_text(script.read_text().replace("return 1\n", "return (1)\n"))
         stale = runner.invoke(cli, ["build", "--check", "--no-cache"])
         assert stale.exit_code == 1
         assert "generated/lua/extendLock-2.lua: out of date" in stale.stderr

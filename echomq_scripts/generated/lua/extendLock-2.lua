@@ -9,18 +9,6 @@
 --- @return int  1 when the lock was extended
 --- @error -2 JobLockNotExist
 --- @error -6 JobLockMismatch
--- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
--- lock is gone, -6 when another worker holds it).
-local function checkLock(lockKey, token)
-  local holder = redis.call("GET", lockKey)
-  if not holder then
-    return -2
-  end
-  if holder ~= token then
-    return -6
-  end
-  return 0
-end
 -- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
 -- error that names the argument: scripts read their arguments before they write anything, so a
 -- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
@@ -59,12 +47,17 @@ end
 local function queuePrefix(key)
   return string.match(key, "^(emq:{[^{}]*}:)")
 end
--- A worker's lock token: any text but the empty one, which would name no pickup.
-local function tokenArg(value)
-  if value == "" then
-    error("token must not be empty")
+-- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
+-- lock is gone, -6 when another worker holds it).
+local function checkLock(lockKey, token)
+  local holder = redis.call("GET", lockKey)
+  if not holder then
+    return -2
   end
-  return value
+  if holder ~= token then
+    return -6
+  end
+  return 0
 end
 -- A lock token names one pickup: a worker draws a new token for every moveToActive, and a finish
 -- with fetch_next hands its token on to the job it picks next. The token's record, the key this
@@ -79,19 +72,36 @@ local function tokenKey(prefix, token)
   return prefix .. "token:" .. token
 end
 
+-- Extends a job's lock by `duration` ms (the text the caller sent) when `token` holds it, and
+-- returns 0; else the lock's code (checkLock), and writes nothing. The token's record lives as
+-- long as the lock (renewed, not rewritten: it may hold the answer of the finish that handed the
+-- token on), and the job leaves the stalled set, so the next stalled check does not count it.
+local function renewLock(prefix, lockKey, stalledKey, token, duration, jobId)
+  local lockState = checkLock(lockKey, token)
+  if lockState ~= 0 then
+    return lockState
+  end
+  redis.call("SET", lockKey, token, "PX", duration)
+  redis.call("PEXPIRE", tokenKey(prefix, token), duration)
+  redis.call("SREM", stalledKey, jobId)
+  return 0
+end
+-- A worker's lock token: any text but the empty one, which would name no pickup.
+local function tokenArg(value)
+  if value == "" then
+    error("token must not be empty")
+  end
+  return value
+end
+
 local lockKey, stalledKey = KEYS[1], KEYS[2]
 local token = tokenArg(ARGV[1])
 local duration = ARGV[2] -- as the caller sent it: Redis reads it
 digitsArg(duration, "duration", 1)
 local jobId = ARGV[3]
 
-local lockState = checkLock(lockKey, token)
+local lockState = renewLock(queuePrefix(stalledKey), lockKey, stalledKey, token, duration, jobId)
 if lockState ~= 0 then
   return lockState
 end
-redis.call("SET", lockKey, token, "PX", duration)
--- The token's record lives as long as its lock; renewed, not rewritten: it may also hold the
--- answer of the finish that handed the token on.
-redis.call("PEXPIRE", tokenKey(queuePrefix(stalledKey), token), duration)
-redis.call("SREM", stalledKey, jobId)
 return 1
