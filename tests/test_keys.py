@@ -32,7 +32,15 @@ BY_QUEUE = [
     keys.priority_counter,
     keys.marker,
 ]
-BY_JOB = [keys.job, keys.lock, keys.dependencies, keys.processed, keys.ignored, keys.unsuccessful]
+BY_JOB = [
+    keys.job,
+    keys.lock,
+    keys.logs,
+    keys.dependencies,
+    keys.processed,
+    keys.ignored,
+    keys.unsuccessful,
+]
 
 
 def every_key(queue: str, job_id: str) -> set[str]:
@@ -65,6 +73,7 @@ def test_each_key_of_a_queue() -> None:
     assert [f("mail", "7") for f in BY_JOB] == [
         "emq:{mail}:7",
         "emq:{mail}:7:lock",
+        "emq:{mail}:7:logs",
         "emq:{mail}:7:dependencies",
         "emq:{mail}:7:processed",
         "emq:{mail}:7:failed",
@@ -104,7 +113,13 @@ def test_every_script_template_is_a_key_keys_py_builds() -> None:
     for script in g.SCRIPTS:
         for template in script.spec.templates:
             for outcome in ("completed", "failed"):
-                values = {"job_id": "7", "outcome": outcome, "dedup_id": "d1", "scheduler_id": "s1"}
+                values = {
+                    "job_id": "7",
+                    "outcome": outcome,
+                    "dedup_id": "d1",
+                    "scheduler_id": "s1",
+                    "state": "wait",
+                }
                 key = re.sub(r"<(\w+)>", lambda m: values[m[1]], template)  # noqa: B023
                 assert key.replace("{q}", "{mail}") in known, (script.spec.script_id, template)
 

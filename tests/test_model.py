@@ -21,6 +21,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 import hypothesis.strategies as st
@@ -483,7 +484,7 @@ class QueueMachine(RuleBasedStateMachine):
                     now=now,
                     outcome=outcome,
                     result=json.dumps(f"r-{job_id}-{now}"),
-                    stacktrace="",
+                    stacktrace=f"at {job_id}",
                     jitter=jitter,
                     fetch_next=fetch_next,
                     lock_duration=LOCK_MS,
@@ -507,6 +508,7 @@ class QueueMachine(RuleBasedStateMachine):
                 fetch_next,
                 max_metrics=max_metrics,
                 custom_delay=custom_delay,
+                stacktrace=f"at {job_id}",
             )
 
         got = again()
@@ -580,6 +582,60 @@ class QueueMachine(RuleBasedStateMachine):
         assert got == self.model.get_dependency_counts(job_id)
         read = call(lambda: g.get_dependencies(self.r, queue=QUEUE, job_id=job_id))
         assert read == self.model.get_dependencies(job_id)
+        self.last = None
+
+    @precondition(lambda self: self.model.jobs)
+    @rule(
+        data=st.data(),
+        what=st.sampled_from(["data", "progress", "log", "log", "stacktrace"]),
+        keep_logs=st.sampled_from([0, 0, 1, 2]),
+    )
+    def a_job_s_own_data(self, data: st.DataObject, what: str, keep_logs: int) -> None:
+        """updateData-1, updateProgress-3, addLog-2 or saveStacktrace-1 on any job, or none;
+        then the reads of one job: getJobLogs-1, isFinished-3 and isJobInList-1."""
+        job_id = data.draw(st.sampled_from([*sorted(self.model.jobs), "ghost"]))
+        step = data.draw(st.integers(0, 99), label="value")
+        if what == "data":
+            new_data = json.dumps({"v": step})
+            got = call(lambda: g.update_data(self.r, queue=QUEUE, job_id=job_id, data=new_data))
+            assert got == self.model.update_data(job_id, new_data)
+        elif what == "progress":
+            progress = data.draw(st.sampled_from([0, 50, 100, {"step": 2}, "half"]))
+            got = call(
+                lambda: g.update_progress(self.r, queue=QUEUE, job_id=job_id, progress=progress)
+            )
+            sent = json.dumps(progress, separators=(",", ":"))
+            assert got == self.model.update_progress(job_id, sent)
+        elif what == "log":
+            line = f"line {step}"
+            got = call(
+                lambda: g.add_log(
+                    self.r, queue=QUEUE, job_id=job_id, line=line, keep_logs=keep_logs
+                )
+            )
+            assert got == self.model.add_log(job_id, line, keep_logs)
+        else:
+            trace, reason = json.dumps([f"at {step}"]), f"saved {step}"
+            got = call(
+                lambda: g.save_stacktrace(
+                    self.r, queue=QUEUE, job_id=job_id, stacktrace=trace, failed_reason=reason
+                )
+            )
+            assert got == self.model.save_stacktrace(job_id, trace, reason)
+        start, count = data.draw(st.integers(0, 3)), data.draw(st.integers(1, 3))
+        for asc in (True, False):
+            read = g.get_job_logs(
+                self.r, queue=QUEUE, job_id=job_id, start=start, count=count, asc=asc
+            )
+            assert read == self.model.get_job_logs(job_id, start, count, asc)
+        for value in (False, True):
+            finished = call(
+                partial(g.is_finished, self.r, queue=QUEUE, job_id=job_id, return_value=value)
+            )
+            assert finished == self.model.is_finished(job_id, value)
+        for state in ("wait", "paused", "active"):
+            found = g.is_job_in_list(self.r, queue=QUEUE, state=state, job_id=job_id)
+            assert found == self.model.is_job_in_list(state, job_id)
         self.last = None
 
     # -- removing, and deduplication ids by hand --------------------------------------------
@@ -892,6 +948,7 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
         pipe.hgetall(keys.processed(QUEUE, job_id))
         pipe.hgetall(keys.ignored(QUEUE, job_id))
         pipe.zrange(keys.unsuccessful(QUEUE, job_id), 0, -1, withscores=True)
+        pipe.lrange(keys.logs(QUEUE, job_id), 0, -1)
     replies = iter(pipe.execute())
     names = {text(n)[len(prefix) :] for n in next(replies)}
     wait, paused, active = ([text(v) for v in next(replies)] for _ in range(3))
@@ -936,7 +993,7 @@ def check_queue(r: redis.Redis, model: QueueModel, now: int) -> None:
         stored = {text(k): text(v) for k, v in next(replies).items()}
         assert stored == scheduler.fields(), f"scheduler {scheduler_id}"
     for job_id in job_ids:
-        check_job(model.jobs[job_id], *(next(replies) for _ in range(6)))
+        check_job(model.jobs[job_id], *(next(replies) for _ in range(7)))
     check_no_orphans(r, names, model)
 
 
@@ -948,6 +1005,7 @@ def check_job(
     done: Any,
     ignored: Any,
     unsuccessful: Any,
+    logs: list[bytes],
 ) -> None:
     stored = {text(k): text(v) for k, v in fields.items()}
     want = {
@@ -967,11 +1025,12 @@ def check_job(
         "finishedOn": job.finished_on,
         "returnvalue": job.returnvalue,
         "failedReason": job.failed_reason,
+        "stacktrace": job.stacktrace,
+        "progress": job.progress,
         "deps": "1" if job.deps else None,
         "rjk": job.scheduler,
     }
     want.update({k: str(v) for k, v in optional.items() if v is not None})
-    stored.pop("stacktrace", None)  # written with failedReason; the model does not follow it
     assert stored == want, f"job {job.id}"
     assert (text(lock) if lock is not None else None) == job.lock, f"the lock of {job.id}"
     assert {text(m) for m in deps} == {keys.job(QUEUE, c) for c in job.pending}
@@ -984,6 +1043,7 @@ def check_job(
     assert {text(m): s for m, s in unsuccessful} == {
         keys.job(QUEUE, c): t for c, t in job.unsuccessful.items()
     }
+    assert [text(line) for line in logs] == job.logs, f"the logs of {job.id}"
 
 
 def check_marker(marker: dict[bytes, float], model: QueueModel) -> None:
@@ -1034,6 +1094,8 @@ def check_no_orphans(r: redis.Redis, names: set[str], model: QueueModel) -> None
             assert jobs[job_id].ignored, name
         elif part == "unsuccessful":
             assert jobs[job_id].unsuccessful, name
+        elif part == "logs":
+            assert jobs[job_id].logs, f"logs of a job that has none: {name}"
         else:
             assert part == "", f"a key the protocol does not have: {name}"
     pipe = r.pipeline(transaction=False)

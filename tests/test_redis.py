@@ -26,6 +26,7 @@ NAMED_SAMPLES = {
     # A job scheduler runs every 1000 ms: no pattern, and an offset within the period.
     "pattern": "",
     "offset": "0",
+    "state": "wait",
 }
 ARG_SAMPLES = {
     "string": "x",
@@ -43,6 +44,7 @@ VARIADIC_SAMPLES = {"node": ["", "n", "{}", "{}", "", "0", "0", "0"]}
 EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "addDelayedJob-5": [b"1", 1],
     "addFlow-10": [[b"1", 1]],
+    "addLog-2": -1,
     "addJobScheduler-10": [b"repeat-x-1000", 1000],
     "addPrioritizedJob-6": [b"1", 1],
     "addStandardJob-6": [b"1", 1],
@@ -53,11 +55,14 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "getDependencyCounts-4": -1,
     "getGlobalConcurrency-1": 0,
     "getGlobalRateLimit-1": [0, 0],
+    "getJobLogs-1": [0, []],
     "getJobScheduler-2": [],
     "getJobSchedulers-1": [0, []],
     "getJobState-8": b"unknown",
     "getMetrics-2": [0, 0, 0, [], 0],
     "getRateLimitTtl-2": 0,
+    "isFinished-3": -1,
+    "isJobInList-1": 0,
     "isMaxed-2": 0,
     "moveStalledJobsToWait-8": [[], []],
     "moveToActive-11": [b"", [], 0],
@@ -72,9 +77,12 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "removeJobScheduler-8": 0,
     "removeRateLimitKey-1": 0,
     "removeUnprocessedChildren-10": -1,
+    "saveStacktrace-1": -1,
     "setGlobalConcurrency-1": 1,
     "setGlobalRateLimit-1": 1,
+    "updateData-1": -1,
     "updateJobScheduler-10": b"",
+    "updateProgress-3": -1,
 }
 
 

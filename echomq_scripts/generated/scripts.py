@@ -45,7 +45,7 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="fa943c2953e6087d9f3a2ac9dad7715411e1b198",
+        sha1="4f815e65e5542a426597c0beafd34b3c7c250ac9",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -237,7 +237,7 @@ _ADD_FLOW = Script(
         name="addFlow",
         script_id="addFlow-10",
         num_keys=10,
-        sha1="657d4bbb8af0fddc43470960dda5d61a5f4ba2bc",
+        sha1="c0a15cff6e10550116e4bcc9f13accad20a3ef90",
         returns="list[tuple[string, int]]",
         codes=(-5, -7, -8),
         package="echomq_scripts.generated",
@@ -417,7 +417,7 @@ _ADD_JOB_SCHEDULER = Script(
         name="addJobScheduler",
         script_id="addJobScheduler-10",
         num_keys=10,
-        sha1="ac9fbba2e230c8a25b6529a5b55bf4af48d273ed",
+        sha1="9a86cb4fe299513b17e4f8e4a87819a006e27dff",
         returns="tuple[string, int]",
         codes=(-10, -11),
         package="echomq_scripts.generated",
@@ -672,6 +672,160 @@ def add_job_scheduler_pipeline(
     return Pending(_ADD_JOB_SCHEDULER, _index, None)
 
 
+class AddLogKeys(NamedTuple):
+    """The keys of addLog-2, in KEYS order."""
+
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+    logs: str
+    """The job's logs, oldest first (emq:{q}:<job_id>:logs)"""
+
+
+_ADD_LOG = Script(
+    ScriptSpec(
+        name="addLog",
+        script_id="addLog-2",
+        num_keys=2,
+        sha1="5f6ef96869e58d2de9f66e57df6c9dc5e0773c87",
+        returns="int",
+        codes=(-1,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:<job_id>",
+            "emq:{q}:<job_id>:logs",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def add_log_keys(
+    queue: str,
+    job_id: str,
+) -> AddLogKeys:
+    """The keys of addLog-2 for `queue` and the ids they name."""
+    _script = "addLog-2"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _ADD_LOG.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return AddLogKeys(*_built)
+
+
+def _add_log_call(
+    queue: str | None,
+    keys: AddLogKeys | None,
+    job_id: str,
+    line: str,
+    keep_logs: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "addLog-2"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "line", line),
+        runtime.int_arg(_script, "keep_logs", keep_logs, low=0),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _ADD_LOG.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 2)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def add_log(
+    client: SyncClient,
+    *,
+    job_id: str,
+    line: str,
+    keep_logs: int,
+    queue: str | None = None,
+    keys: AddLogKeys | None = None,
+) -> int:
+    """Adds a line to a job's logs, in whatever state the job is.
+
+    With keep_logs above 0, only the newest keep_logs lines are kept. The logs go when the
+    job goes.
+
+    Args:
+        job_id (id): the job's id
+        line (string): the line to add
+        keep_logs (int(0..)): keep only the newest this many lines, or 0 to keep every line
+
+    Returns:
+        int: how many lines the job's logs hold now
+
+    Raises:
+        JobNotExist: the script returned -1.
+    """
+    _keys, _args = _add_log_call(
+        queue,
+        keys,
+        job_id,
+        line,
+        keep_logs,
+    )
+    _reply = _ADD_LOG.run(client, _keys, _args)
+    return cast(int, _ADD_LOG.result(_reply, job_id))
+
+
+async def add_log_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    line: str,
+    keep_logs: int,
+    queue: str | None = None,
+    keys: AddLogKeys | None = None,
+) -> int:
+    """`add_log` for redis.asyncio clients."""
+    _keys, _args = _add_log_call(
+        queue,
+        keys,
+        job_id,
+        line,
+        keep_logs,
+    )
+    _reply = await _ADD_LOG.run_async(client, _keys, _args)
+    return cast(int, _ADD_LOG.result(_reply, job_id))
+
+
+def add_log_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    line: str,
+    keep_logs: int,
+    queue: str | None = None,
+    keys: AddLogKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _add_log_call(
+        queue,
+        keys,
+        job_id,
+        line,
+        keep_logs,
+    )
+    _index = _ADD_LOG.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_ADD_LOG, _index, job_id)
+
+
 class AddPrioritizedJobKeys(NamedTuple):
     """The keys of addPrioritizedJob-6, in KEYS order."""
 
@@ -694,7 +848,7 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="5b3ea5bed26e824a479b7cac2e8d7d1f7546dbab",
+        sha1="2c07655d6dd2f0e5b65a2e80fe0bb7f8fedebd7c",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -881,7 +1035,7 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="430c1600a6fadd7629449c52b984f76a820f373c",
+        sha1="3157b88ea017b5341b3220f3c0d22ba8eb3ececa",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1930,6 +2084,159 @@ def get_global_rate_limit_pipeline(
     return Pending(_GET_GLOBAL_RATE_LIMIT, _index, None)
 
 
+class GetJobLogsKeys(NamedTuple):
+    """The keys of getJobLogs-1, in KEYS order."""
+
+    logs: str
+    """The job's logs, oldest first (emq:{q}:<job_id>:logs)"""
+
+
+_GET_JOB_LOGS = Script(
+    ScriptSpec(
+        name="getJobLogs",
+        script_id="getJobLogs-1",
+        num_keys=1,
+        sha1="a245a8055a1dc7ab39e2cf826e4cab343e61405c",
+        returns="tuple[int, list[string]]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:<job_id>:logs",),
+    ),
+    BY_CODE,
+)
+
+
+def get_job_logs_keys(
+    queue: str,
+    job_id: str,
+) -> GetJobLogsKeys:
+    """The keys of getJobLogs-1 for `queue` and the ids they name."""
+    _script = "getJobLogs-1"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _GET_JOB_LOGS.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return GetJobLogsKeys(*_built)
+
+
+def _get_job_logs_call(
+    queue: str | None,
+    keys: GetJobLogsKeys | None,
+    job_id: str,
+    start: int,
+    count: int,
+    asc: bool,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getJobLogs-1"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.int_arg(_script, "start", start, low=0),
+        runtime.int_arg(_script, "count", count, low=1, high=1000),
+        runtime.bool_arg(_script, "asc", asc),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_JOB_LOGS.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_job_logs(
+    client: SyncClient,
+    *,
+    job_id: str,
+    start: int,
+    count: int,
+    asc: bool,
+    queue: str | None = None,
+    keys: GetJobLogsKeys | None = None,
+) -> tuple[int, list[str]]:
+    """Reads a page of a job's logs, and how many lines they hold. It only reads.
+
+    A job without logs, or without a hash, reads as none.
+
+    Args:
+        job_id (id): the job's id
+        start (int(0..)): the first place of the page, counting from 0
+        count (int(1..1000)): the most lines on the page
+        asc (bool): oldest first; else newest first, the places counting from the newest
+
+    Returns:
+        tuple[int, list[string]]: how many lines the logs hold, and the page
+    """
+    _keys, _args = _get_job_logs_call(
+        queue,
+        keys,
+        job_id,
+        start,
+        count,
+        asc,
+    )
+    _reply = _GET_JOB_LOGS.run(client, _keys, _args)
+    return cast(tuple[int, list[str]], _GET_JOB_LOGS.result(_reply, job_id))
+
+
+async def get_job_logs_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    start: int,
+    count: int,
+    asc: bool,
+    queue: str | None = None,
+    keys: GetJobLogsKeys | None = None,
+) -> tuple[int, list[str]]:
+    """`get_job_logs` for redis.asyncio clients."""
+    _keys, _args = _get_job_logs_call(
+        queue,
+        keys,
+        job_id,
+        start,
+        count,
+        asc,
+    )
+    _reply = await _GET_JOB_LOGS.run_async(client, _keys, _args)
+    return cast(tuple[int, list[str]], _GET_JOB_LOGS.result(_reply, job_id))
+
+
+def get_job_logs_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    start: int,
+    count: int,
+    asc: bool,
+    queue: str | None = None,
+    keys: GetJobLogsKeys | None = None,
+) -> Pending[tuple[int, list[str]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_job_logs_call(
+        queue,
+        keys,
+        job_id,
+        start,
+        count,
+        asc,
+    )
+    _index = _GET_JOB_LOGS.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_JOB_LOGS, _index, job_id)
+
+
 class GetJobSchedulerKeys(NamedTuple):
     """The keys of getJobScheduler-2, in KEYS order."""
 
@@ -2607,6 +2914,293 @@ def get_rate_limit_ttl_pipeline(
     return Pending(_GET_RATE_LIMIT_TTL, _index, None)
 
 
+class IsFinishedKeys(NamedTuple):
+    """The keys of isFinished-3, in KEYS order."""
+
+    completed: str
+    """The completed set (emq:{q}:completed)"""
+    failed: str
+    """The failed set (emq:{q}:failed)"""
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+
+
+_IS_FINISHED = Script(
+    ScriptSpec(
+        name="isFinished",
+        script_id="isFinished-3",
+        num_keys=3,
+        sha1="e195654cfbaa63137e61ad071d4ea628105cee16",
+        returns="int | tuple[int, string]",
+        codes=(-1,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:completed",
+            "emq:{q}:failed",
+            "emq:{q}:<job_id>",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def is_finished_keys(
+    queue: str,
+    job_id: str,
+) -> IsFinishedKeys:
+    """The keys of isFinished-3 for `queue` and the ids they name."""
+    _script = "isFinished-3"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _IS_FINISHED.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return IsFinishedKeys(*_built)
+
+
+def _is_finished_call(
+    queue: str | None,
+    keys: IsFinishedKeys | None,
+    job_id: str,
+    return_value: bool,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "isFinished-3"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.bool_arg(_script, "return_value", return_value),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _IS_FINISHED.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 3)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def is_finished(
+    client: SyncClient,
+    *,
+    job_id: str,
+    return_value: bool,
+    queue: str | None = None,
+    keys: IsFinishedKeys | None = None,
+) -> int | tuple[int, str]:
+    """Tells whether a job has finished, and how. It only reads.
+
+    1 when it completed, 2 when it failed, 0 when it has not (yet); with return_value, also
+    its return value or its failure reason.
+
+    Args:
+        job_id (id): the job's id
+        return_value (bool): answer [finished, value] instead of finished alone
+
+    Returns:
+        int | tuple[int, string]: 0, 1 or 2; with return_value, that and the return value
+        (completed), the failure reason (failed) or "" (not finished)
+
+    Raises:
+        JobNotExist: the script returned -1.
+    """
+    _keys, _args = _is_finished_call(
+        queue,
+        keys,
+        job_id,
+        return_value,
+    )
+    _reply = _IS_FINISHED.run(client, _keys, _args)
+    return cast(int | tuple[int, str], _IS_FINISHED.result(_reply, job_id))
+
+
+async def is_finished_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    return_value: bool,
+    queue: str | None = None,
+    keys: IsFinishedKeys | None = None,
+) -> int | tuple[int, str]:
+    """`is_finished` for redis.asyncio clients."""
+    _keys, _args = _is_finished_call(
+        queue,
+        keys,
+        job_id,
+        return_value,
+    )
+    _reply = await _IS_FINISHED.run_async(client, _keys, _args)
+    return cast(int | tuple[int, str], _IS_FINISHED.result(_reply, job_id))
+
+
+def is_finished_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    return_value: bool,
+    queue: str | None = None,
+    keys: IsFinishedKeys | None = None,
+) -> Pending[int | tuple[int, str]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _is_finished_call(
+        queue,
+        keys,
+        job_id,
+        return_value,
+    )
+    _index = _IS_FINISHED.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_IS_FINISHED, _index, job_id)
+
+
+class IsJobInListKeys(NamedTuple):
+    """The keys of isJobInList-1, in KEYS order."""
+
+    list: str
+    """The list (emq:{q}:<state>)"""
+
+
+IsJobInListState = Literal["wait", "paused", "active"]
+"""The values of `state`."""
+_IS_JOB_IN_LIST_STATE: tuple[str, ...] = get_args(IsJobInListState)
+
+_IS_JOB_IN_LIST = Script(
+    ScriptSpec(
+        name="isJobInList",
+        script_id="isJobInList-1",
+        num_keys=1,
+        sha1="a626c3e0836284f0eb2987bf5fc98ebd31e23bfb",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:<state>",),
+    ),
+    BY_CODE,
+)
+
+
+def is_job_in_list_keys(
+    queue: str,
+    state: IsJobInListState,
+) -> IsJobInListKeys:
+    """The keys of isJobInList-1 for `queue` and the ids they name."""
+    _script = "isJobInList-1"
+    runtime.enum_arg(_script, "state", state, _IS_JOB_IN_LIST_STATE)
+    _built = _IS_JOB_IN_LIST.keys_for(
+        queue,
+        {
+            "state": state,
+        },
+    )
+    return IsJobInListKeys(*_built)
+
+
+def _is_job_in_list_call(
+    queue: str | None,
+    keys: IsJobInListKeys | None,
+    state: IsJobInListState,
+    job_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "isJobInList-1"
+    _encoded: list[bytes] = [
+        runtime.enum_arg(_script, "state", state, _IS_JOB_IN_LIST_STATE),
+        runtime.id_arg(_script, "job_id", job_id),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _IS_JOB_IN_LIST.keys_for(
+            queue,
+            {
+                "state": state,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def is_job_in_list(
+    client: SyncClient,
+    *,
+    state: IsJobInListState,
+    job_id: str,
+    queue: str | None = None,
+    keys: IsJobInListKeys | None = None,
+) -> int:
+    """Tells whether one of the queue's lists (wait, paused or active) holds a job. It only
+    reads.
+
+    Args:
+        state (enum(wait|paused|active)): the list's state
+        job_id (id): the job's id
+
+    Returns:
+        int: 1 when the list holds the job, 0 when it does not
+    """
+    _keys, _args = _is_job_in_list_call(
+        queue,
+        keys,
+        state,
+        job_id,
+    )
+    _reply = _IS_JOB_IN_LIST.run(client, _keys, _args)
+    return cast(int, _IS_JOB_IN_LIST.result(_reply, job_id))
+
+
+async def is_job_in_list_async(
+    client: AsyncClient,
+    *,
+    state: IsJobInListState,
+    job_id: str,
+    queue: str | None = None,
+    keys: IsJobInListKeys | None = None,
+) -> int:
+    """`is_job_in_list` for redis.asyncio clients."""
+    _keys, _args = _is_job_in_list_call(
+        queue,
+        keys,
+        state,
+        job_id,
+    )
+    _reply = await _IS_JOB_IN_LIST.run_async(client, _keys, _args)
+    return cast(int, _IS_JOB_IN_LIST.result(_reply, job_id))
+
+
+def is_job_in_list_pipeline(
+    pipe: PipelineClient,
+    *,
+    state: IsJobInListState,
+    job_id: str,
+    queue: str | None = None,
+    keys: IsJobInListKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _is_job_in_list_call(
+        queue,
+        keys,
+        state,
+        job_id,
+    )
+    _index = _IS_JOB_IN_LIST.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_IS_JOB_IN_LIST, _index, job_id)
+
+
 class IsMaxedKeys(NamedTuple):
     """The keys of isMaxed-2, in KEYS order."""
 
@@ -2740,7 +3334,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="7a0f84adff570dfb38f05957751a96904bf249a8",
+        sha1="f491127843cbce42a0a73e0e8ce294486a285d81",
         returns="tuple[list[string], list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -3303,7 +3897,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="75656a185a74b662c4252bd924f07c4148940aef",
+        sha1="d0129b404fbca474f72c4e4125bb9291cd083957",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
@@ -4325,7 +4919,7 @@ _REMOVE_JOB = Script(
         name="removeJob",
         script_id="removeJob-13",
         num_keys=13,
-        sha1="8e6bab0e5c4ebbce568c665256431a02c592dc70",
+        sha1="fd7eb14ce035921ee758a0d586408417b8573b70",
         returns="int",
         codes=(-1, -8),
         package="echomq_scripts.generated",
@@ -4498,7 +5092,7 @@ _REMOVE_JOB_SCHEDULER = Script(
         name="removeJobScheduler",
         script_id="removeJobScheduler-8",
         num_keys=8,
-        sha1="219882cd7ef24d55e71fa8ac5e515209d6d9e0d6",
+        sha1="935cbf9d6a8408d83dde64071bfd2713e17feffb",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -4753,7 +5347,7 @@ _REMOVE_UNPROCESSED_CHILDREN = Script(
         name="removeUnprocessedChildren",
         script_id="removeUnprocessedChildren-10",
         num_keys=10,
-        sha1="617722db523aadfc8973e50b19fb5da5a57d7633",
+        sha1="5fa0d01ffbfb4f9556e459bca3d099338d2074d0",
         returns="list[string]",
         codes=(-1,),
         package="echomq_scripts.generated",
@@ -4885,6 +5479,153 @@ def remove_unprocessed_children_pipeline(
     )
     _index = _REMOVE_UNPROCESSED_CHILDREN.add_to_pipeline(pipe, _keys, _args)
     return Pending(_REMOVE_UNPROCESSED_CHILDREN, _index, job_id)
+
+
+class SaveStacktraceKeys(NamedTuple):
+    """The keys of saveStacktrace-1, in KEYS order."""
+
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+
+
+_SAVE_STACKTRACE = Script(
+    ScriptSpec(
+        name="saveStacktrace",
+        script_id="saveStacktrace-1",
+        num_keys=1,
+        sha1="8c9da2df17e5dc0412ed73d403457768e55e0f81",
+        returns="int",
+        codes=(-1,),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:<job_id>",),
+    ),
+    BY_CODE,
+)
+
+
+def save_stacktrace_keys(
+    queue: str,
+    job_id: str,
+) -> SaveStacktraceKeys:
+    """The keys of saveStacktrace-1 for `queue` and the ids they name."""
+    _script = "saveStacktrace-1"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _SAVE_STACKTRACE.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return SaveStacktraceKeys(*_built)
+
+
+def _save_stacktrace_call(
+    queue: str | None,
+    keys: SaveStacktraceKeys | None,
+    job_id: str,
+    stacktrace: str,
+    failed_reason: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "saveStacktrace-1"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "stacktrace", stacktrace),
+        runtime.string_arg(_script, "failed_reason", failed_reason),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _SAVE_STACKTRACE.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def save_stacktrace(
+    client: SyncClient,
+    *,
+    job_id: str,
+    stacktrace: str,
+    failed_reason: str,
+    queue: str | None = None,
+    keys: SaveStacktraceKeys | None = None,
+) -> int:
+    """Stores a job's stack trace and failure reason, in whatever state the job is.
+
+    What a worker records of a failure it handles itself; nothing else of the job changes.
+
+    Args:
+        job_id (id): the job's id
+        stacktrace (string): the stack trace, as the caller keeps it (JSON, say)
+        failed_reason (string): the failure's reason
+
+    Returns:
+        int: 1 when both were stored
+
+    Raises:
+        JobNotExist: the script returned -1.
+    """
+    _keys, _args = _save_stacktrace_call(
+        queue,
+        keys,
+        job_id,
+        stacktrace,
+        failed_reason,
+    )
+    _reply = _SAVE_STACKTRACE.run(client, _keys, _args)
+    return cast(int, _SAVE_STACKTRACE.result(_reply, job_id))
+
+
+async def save_stacktrace_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    stacktrace: str,
+    failed_reason: str,
+    queue: str | None = None,
+    keys: SaveStacktraceKeys | None = None,
+) -> int:
+    """`save_stacktrace` for redis.asyncio clients."""
+    _keys, _args = _save_stacktrace_call(
+        queue,
+        keys,
+        job_id,
+        stacktrace,
+        failed_reason,
+    )
+    _reply = await _SAVE_STACKTRACE.run_async(client, _keys, _args)
+    return cast(int, _SAVE_STACKTRACE.result(_reply, job_id))
+
+
+def save_stacktrace_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    stacktrace: str,
+    failed_reason: str,
+    queue: str | None = None,
+    keys: SaveStacktraceKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _save_stacktrace_call(
+        queue,
+        keys,
+        job_id,
+        stacktrace,
+        failed_reason,
+    )
+    _index = _SAVE_STACKTRACE.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_SAVE_STACKTRACE, _index, job_id)
 
 
 class SetGlobalConcurrencyKeys(NamedTuple):
@@ -5126,6 +5867,144 @@ def set_global_rate_limit_pipeline(
     return Pending(_SET_GLOBAL_RATE_LIMIT, _index, None)
 
 
+class UpdateDataKeys(NamedTuple):
+    """The keys of updateData-1, in KEYS order."""
+
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+
+
+_UPDATE_DATA = Script(
+    ScriptSpec(
+        name="updateData",
+        script_id="updateData-1",
+        num_keys=1,
+        sha1="ac2fd0dac2886fab295ca8348384413564be5142",
+        returns="int",
+        codes=(-1,),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:<job_id>",),
+    ),
+    BY_CODE,
+)
+
+
+def update_data_keys(
+    queue: str,
+    job_id: str,
+) -> UpdateDataKeys:
+    """The keys of updateData-1 for `queue` and the ids they name."""
+    _script = "updateData-1"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _UPDATE_DATA.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return UpdateDataKeys(*_built)
+
+
+def _update_data_call(
+    queue: str | None,
+    keys: UpdateDataKeys | None,
+    job_id: str,
+    data: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "updateData-1"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "data", data),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _UPDATE_DATA.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def update_data(
+    client: SyncClient,
+    *,
+    job_id: str,
+    data: str,
+    queue: str | None = None,
+    keys: UpdateDataKeys | None = None,
+) -> int:
+    """Replaces a job's data, in whatever state the job is.
+
+    Nothing else of the job changes, and no event is appended.
+
+    Args:
+        job_id (id): the job's id
+        data (string): the new data, JSON as the caller sends it
+
+    Returns:
+        int: 1 when the data was replaced
+
+    Raises:
+        JobNotExist: the script returned -1.
+    """
+    _keys, _args = _update_data_call(
+        queue,
+        keys,
+        job_id,
+        data,
+    )
+    _reply = _UPDATE_DATA.run(client, _keys, _args)
+    return cast(int, _UPDATE_DATA.result(_reply, job_id))
+
+
+async def update_data_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    data: str,
+    queue: str | None = None,
+    keys: UpdateDataKeys | None = None,
+) -> int:
+    """`update_data` for redis.asyncio clients."""
+    _keys, _args = _update_data_call(
+        queue,
+        keys,
+        job_id,
+        data,
+    )
+    _reply = await _UPDATE_DATA.run_async(client, _keys, _args)
+    return cast(int, _UPDATE_DATA.result(_reply, job_id))
+
+
+def update_data_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    data: str,
+    queue: str | None = None,
+    keys: UpdateDataKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _update_data_call(
+        queue,
+        keys,
+        job_id,
+        data,
+    )
+    _index = _UPDATE_DATA.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_UPDATE_DATA, _index, job_id)
+
+
 class UpdateJobSchedulerKeys(NamedTuple):
     """The keys of updateJobScheduler-10, in KEYS order."""
 
@@ -5317,10 +6196,159 @@ def update_job_scheduler_pipeline(
     return Pending(_UPDATE_JOB_SCHEDULER, _index, job_id)
 
 
+class UpdateProgressKeys(NamedTuple):
+    """The keys of updateProgress-3, in KEYS order."""
+
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+
+
+_UPDATE_PROGRESS = Script(
+    ScriptSpec(
+        name="updateProgress",
+        script_id="updateProgress-3",
+        num_keys=3,
+        sha1="b36978c1afb26627c1e8fb6ec7f7c2300c626d58",
+        returns="int",
+        codes=(-1,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:<job_id>",
+            "emq:{q}:events",
+            "emq:{q}:meta",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def update_progress_keys(
+    queue: str,
+    job_id: str,
+) -> UpdateProgressKeys:
+    """The keys of updateProgress-3 for `queue` and the ids they name."""
+    _script = "updateProgress-3"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _UPDATE_PROGRESS.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return UpdateProgressKeys(*_built)
+
+
+def _update_progress_call(
+    queue: str | None,
+    keys: UpdateProgressKeys | None,
+    job_id: str,
+    progress: object,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "updateProgress-3"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.json_arg(_script, "progress", progress),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _UPDATE_PROGRESS.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 3)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def update_progress(
+    client: SyncClient,
+    *,
+    job_id: str,
+    progress: object,
+    queue: str | None = None,
+    keys: UpdateProgressKeys | None = None,
+) -> int:
+    """Sets a job's progress and appends a `progress` event that carries it.
+
+    The job may be in any state; the event is for the queue's listeners.
+
+    Args:
+        job_id (id): the job's id
+        progress (json): the progress: a JSON text (a number, an object, ...), stored as
+        sent
+
+    Returns:
+        int: 1 when the progress was set
+
+    Raises:
+        JobNotExist: the script returned -1.
+    """
+    _keys, _args = _update_progress_call(
+        queue,
+        keys,
+        job_id,
+        progress,
+    )
+    _reply = _UPDATE_PROGRESS.run(client, _keys, _args)
+    return cast(int, _UPDATE_PROGRESS.result(_reply, job_id))
+
+
+async def update_progress_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    progress: object,
+    queue: str | None = None,
+    keys: UpdateProgressKeys | None = None,
+) -> int:
+    """`update_progress` for redis.asyncio clients."""
+    _keys, _args = _update_progress_call(
+        queue,
+        keys,
+        job_id,
+        progress,
+    )
+    _reply = await _UPDATE_PROGRESS.run_async(client, _keys, _args)
+    return cast(int, _UPDATE_PROGRESS.result(_reply, job_id))
+
+
+def update_progress_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    progress: object,
+    queue: str | None = None,
+    keys: UpdateProgressKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _update_progress_call(
+        queue,
+        keys,
+        job_id,
+        progress,
+    )
+    _index = _UPDATE_PROGRESS.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_UPDATE_PROGRESS, _index, job_id)
+
+
 SCRIPTS: tuple[Script, ...] = (
     _ADD_DELAYED_JOB,
     _ADD_FLOW,
     _ADD_JOB_SCHEDULER,
+    _ADD_LOG,
     _ADD_PRIORITIZED_JOB,
     _ADD_STANDARD_JOB,
     _EXTEND_LOCK,
@@ -5330,11 +6358,14 @@ SCRIPTS: tuple[Script, ...] = (
     _GET_DEPENDENCY_COUNTS,
     _GET_GLOBAL_CONCURRENCY,
     _GET_GLOBAL_RATE_LIMIT,
+    _GET_JOB_LOGS,
     _GET_JOB_SCHEDULER,
     _GET_JOB_SCHEDULERS,
     _GET_JOB_STATE,
     _GET_METRICS,
     _GET_RATE_LIMIT_TTL,
+    _IS_FINISHED,
+    _IS_JOB_IN_LIST,
     _IS_MAXED,
     _MOVE_STALLED_JOBS_TO_WAIT,
     _MOVE_TO_ACTIVE,
@@ -5349,9 +6380,12 @@ SCRIPTS: tuple[Script, ...] = (
     _REMOVE_JOB_SCHEDULER,
     _REMOVE_RATE_LIMIT_KEY,
     _REMOVE_UNPROCESSED_CHILDREN,
+    _SAVE_STACKTRACE,
     _SET_GLOBAL_CONCURRENCY,
     _SET_GLOBAL_RATE_LIMIT,
+    _UPDATE_DATA,
     _UPDATE_JOB_SCHEDULER,
+    _UPDATE_PROGRESS,
 )
 
 

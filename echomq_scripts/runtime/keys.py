@@ -190,6 +190,11 @@ def lock(queue: str, job_id: str) -> str:
     return job(queue, job_id) + ":lock"
 
 
+def logs(queue: str, job_id: str) -> str:
+    """LIST of a job's log lines, oldest first (addLog-2); deleted with the job."""
+    return job(queue, job_id) + ":logs"
+
+
 def dependencies(queue: str, job_id: str) -> str:
     """SET of a parent's pending children, by job key."""
     return job(queue, job_id) + ":dependencies"

@@ -124,6 +124,9 @@ class Job:
     finished_on: int | None = None
     returnvalue: str | None = None
     failed_reason: str | None = None
+    stacktrace: str | None = None
+    progress: str | None = None  # the JSON text updateProgress-3 stored
+    logs: list[str] = field(default_factory=list)  # `:logs`, oldest first
     deps: bool = False  # the hash's "deps": a child was ever added to it
     scheduler: str | None = None  # "rjk": the job scheduler whose iteration it is
     data: str = "{}"  # what the test sends; a scheduler's iterations take its template's
@@ -905,6 +908,7 @@ class QueueModel:
         concurrency: int = 0,
         max_metrics: int = 0,
         custom_delay: int = 0,
+        stacktrace: str = "",
     ) -> tuple[str, str, dict[str, str] | None, int] | int:
         code = self._lock_code(job_id, token)
         if code:
@@ -928,7 +932,7 @@ class QueueModel:
         retry_at = None
         if outcome == "failed" and job.atm < attempts:
             job.delay = backoff_delay(job.opts.get("backoff"), job.atm, jitter, custom_delay)
-            job.failed_reason = result
+            job.failed_reason, job.stacktrace = result, stacktrace
             if job.delay > 0:
                 went, retry_at = "delayed", now + job.delay
             else:
@@ -941,7 +945,7 @@ class QueueModel:
                 job.returnvalue = result
                 finished = self.completed
             else:
-                job.failed_reason = result
+                job.failed_reason, job.stacktrace = result, stacktrace
                 finished = self.failed
             finished[job_id] = now
             job.state = outcome
@@ -1007,6 +1011,67 @@ class QueueModel:
         self._record_finish(token, job_id, "waiting-children")
         self._emit("waiting-children", job_id, "prev", "active")
         return 1
+
+    # -- one job's data -------------------------------------------------------------------
+
+    def update_data(self, job_id: str, data: str) -> int:
+        """updateData-1."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        job.data = data
+        return 1
+
+    def update_progress(self, job_id: str, progress: str) -> int:
+        """updateProgress-3."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        job.progress = progress
+        self._emit("progress", job_id, "data", progress)
+        return 1
+
+    def add_log(self, job_id: str, line: str, keep_logs: int) -> int:
+        """addLog-2: the newest `keep_logs` lines kept when it is above 0."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        job.logs.append(line)
+        if keep_logs > 0:
+            job.logs = job.logs[-keep_logs:]
+        return len(job.logs)
+
+    def get_job_logs(self, job_id: str, start: int, count: int, asc: bool) -> tuple[int, list[str]]:
+        """getJobLogs-1: newest first when not `asc`, the places counted from the newest."""
+        job = self.jobs.get(job_id)
+        lines = job.logs if job is not None else []
+        ordered = lines if asc else lines[::-1]
+        return len(lines), ordered[start : start + count]
+
+    def save_stacktrace(self, job_id: str, stacktrace: str, failed_reason: str) -> int:
+        """saveStacktrace-1."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        job.stacktrace, job.failed_reason = stacktrace, failed_reason
+        return 1
+
+    def is_finished(self, job_id: str, return_value: bool) -> int | tuple[int, str]:
+        """isFinished-3."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        finished, value = 0, ""
+        if job.state == "completed":
+            finished, value = 1, job.returnvalue or ""
+        elif job.state == "failed":
+            finished, value = 2, job.failed_reason or ""
+        return (finished, value) if return_value else finished
+
+    def is_job_in_list(self, state: str, job_id: str) -> int:
+        """isJobInList-1."""
+        lists = {"wait": self.wait, "paused": self.paused_list, "active": self.active}
+        return int(job_id in lists[state])
 
     # -- flows ----------------------------------------------------------------------------
 

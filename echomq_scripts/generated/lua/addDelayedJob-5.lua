@@ -165,12 +165,12 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
--- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- Deletes a job's hash and its companion keys: its lock, its logs, and a parent's :dependencies,
 -- :processed, :failed (ignored children) and :unsuccessful (failed children).
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
-  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
-    jobKey .. ":failed", jobKey .. ":unsuccessful")
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":logs", jobKey .. ":dependencies",
+    jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
 end
 
 -- The deduplication step of an add with the deduplication id `dedupId` and its options `dedup`

@@ -17,12 +17,12 @@
 --- @arg max_stalled  int(0..)  how often a job may stall before it fails
 --- @arg now          int(0..)  the caller's clock, in milliseconds
 --- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
--- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- Deletes a job's hash and its companion keys: its lock, its logs, and a parent's :dependencies,
 -- :processed, :failed (ignored children) and :unsuccessful (failed children).
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
-  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
-    jobKey .. ":failed", jobKey .. ":unsuccessful")
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":logs", jobKey .. ":dependencies",
+    jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
 end
 
 -- Applies removeOnComplete / removeOnFail to a finished set: true removes the job that just

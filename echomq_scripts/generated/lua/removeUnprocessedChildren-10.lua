@@ -36,12 +36,12 @@ local function releaseDedupId(prefix, jobId, dedupId)
     redis.call("DEL", prefix .. "de:" .. dedupId, prefix .. "dn:" .. dedupId)
   end
 end
--- Deletes a job's hash and its companion keys: its lock, and a parent's :dependencies,
+-- Deletes a job's hash and its companion keys: its lock, its logs, and a parent's :dependencies,
 -- :processed, :failed (ignored children) and :unsuccessful (failed children).
 local function removeJobKeys(prefix, jobId)
   local jobKey = prefix .. jobId
-  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":dependencies", jobKey .. ":processed",
-    jobKey .. ":failed", jobKey .. ":unsuccessful")
+  redis.call("DEL", jobKey, jobKey .. ":lock", jobKey .. ":logs", jobKey .. ":dependencies",
+    jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
 end
 
 -- Deletes a job in whatever state holds it: out of that state (`places`, the states to look in,
