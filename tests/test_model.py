@@ -444,6 +444,36 @@ class QueueMachine(RuleBasedStateMachine):
         self.last = None
 
     @precondition(lambda self: self.model.active)
+    @rule(data=st.data(), release=st.booleans())
+    def heartbeat_many_or_release(self, data: st.DataObject, release: bool) -> None:
+        """extendLocks-1 for some jobs (active ones most of all, with their tokens or not), or
+        releaseLock-1 for an active job, by its token or another."""
+        if release:
+            job_id = data.draw(st.sampled_from(self.active_jobs()))
+            holder = self.model.jobs[job_id].lock
+            own = holder is not None and data.draw(st.sampled_from([True, True, False]))
+            token = holder if own and holder is not None else "w:other"
+            released = g.release_lock(self.r, queue=QUEUE, job_id=job_id, token=token)
+            assert released == self.model.release_lock(job_id, token)
+        else:
+            pool = [*self.active_jobs(), *self.active_jobs(), *sorted(self.model.jobs), "ghost"]
+            chosen = data.draw(st.lists(st.sampled_from(pool), max_size=4), label="jobs")
+            pairs = []
+            for job_id in chosen:
+                found = self.model.jobs.get(job_id)
+                holder = found.lock if found is not None else None
+                own = holder is not None and data.draw(st.sampled_from([True, True, False]))
+                pairs.append((job_id, holder if own and holder is not None else "w:other"))
+            got = g.extend_locks(
+                self.r,
+                queue=QUEUE,
+                duration=LOCK_MS,
+                jobs=[value for pair in pairs for value in pair],
+            )
+            assert got == self.model.extend_locks(pairs)
+        self.last = None
+
+    @precondition(lambda self: self.model.active)
     @rule(data=st.data(), fetch_next=st.booleans(), own_token=st.sampled_from([True] * 5 + [False]))
     def complete(self, data: st.DataObject, fetch_next: bool, own_token: bool) -> None:
         self.finish(data, "completed", fetch_next, 0.0, own_token)

@@ -1,6 +1,6 @@
 """The scripts that read or change one job's data and lock without moving it: updateData-1,
 updateProgress-3, addLog-2 and getJobLogs-1, saveStacktrace-1, isFinished-3, isJobInList-1,
-with more to come.
+releaseLock-1 and extendLocks-1.
 
 Each scenario runs through the `Queue` harness, on a single server and on a cluster; what the
 harness checks after every step: tests/support/queue_harness.py.
@@ -18,7 +18,7 @@ from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import LuaError, keys
 from tests.support.invariants import text
-from tests.support.queue_harness import Queue
+from tests.support.queue_harness import OTHER, Queue
 
 T = TypeVar("T")
 
@@ -163,6 +163,75 @@ def test_is_job_in_list_asks_one_list(q: Queue) -> None:
     assert found("wait", "gone") == 0
 
 
+def test_release_lock_leaves_the_job_to_the_stalled_check(q: Queue) -> None:
+    q.add("a")
+    assert q.take_id(token="t-1") == "a"
+    token_key = q.key("token:t-1")
+
+    def release(token: str, job_id: str = "a") -> int:
+        return checked(q, lambda: g.release_lock(q.r, queue=q.name, job_id=job_id, token=token))
+
+    assert release(OTHER) == 0  # another token: nothing changes
+    assert (q.lock("a"), q.r.get(token_key)) == ("t-1", b"a")
+    assert release("t-1") == 1
+    assert (q.lock("a"), q.r.exists(token_key)) == (None, 0)  # the record goes with the lock
+    assert q.check() == {"a": "active"}
+    assert release("t-1") == 0  # already gone
+    assert release("t-1", "gone") == 0
+    # Held by no worker, the job is found by the stalled check's second run.
+    assert q.stalled_check() == ([], [])
+    assert q.stalled_check() == (["a"], [])
+    assert q.check() == {"a": "wait"}
+
+
+def test_release_lock_keeps_a_record_that_names_another_job(q: Queue) -> None:
+    """A record the token's later pickup wrote is not this lock's: it stays."""
+    q.add("a")
+    assert q.take_id(token="t-1") == "a"
+    q.r.set(q.key("a:lock"), "t-1")  # the lock, and a record about another job
+    q.r.set(q.key("token:t-1"), "b:a:completed", px=60_000)
+    assert g.release_lock(q.r, queue=q.name, job_id="a", token="t-1") == 1
+    assert q.r.get(q.key("token:t-1")) == b"b:a:completed"
+    q.check()
+
+
+def test_extend_locks_extends_each_held_lock_and_answers_the_others(q: Queue) -> None:
+    for job_id in ("a", "b", "c"):
+        q.add(job_id)
+        assert q.take_id(token=f"t-{job_id}", lock_ms=1000) == job_id
+    q.expire_lock("c")
+    assert q.stalled_check() == ([], [])
+    assert q.stalled() == {"a", "b", "c"}
+    jobs = ["a", "t-a", "b", OTHER, "c", "t-c", "gone", "t-x"]
+    refused = checked(q, lambda: g.extend_locks(q.r, queue=q.name, duration=60_000, jobs=jobs))
+    assert refused == [("b", -6), ("c", -2), ("gone", -2)]
+    assert 1000 < q.pttl("a") <= 60_000
+    assert 1000 < q.r.pttl(q.key("token:t-a")) <= 60_000  # its record lives on with it
+    assert q.pttl("b") <= 1000  # not extended
+    assert q.stalled() == {"b", "c"}  # only the extended job's mark is cleared
+    assert checked(q, lambda: g.extend_locks(q.r, queue=q.name, duration=5000, jobs=[])) == []
+
+
+def test_extend_locks_refuses_bad_pairs_before_it_extends_any(q: Queue) -> None:
+    q.add("a")
+    assert q.take_id(token="t-a", lock_ms=1000) == "a"
+    q.stalled_check()
+    stalled_key = g.extend_locks_keys(q.name).stalled
+    for args, message in (
+        (["60000", "a", "t-a", "b"], "pairs of a job id and a token"),
+        (["60000", "a", "t-a", "x:lock", "t-x"], "contains"),
+        (["60000", "a", "t-a", "wait", "t-x"], "one of the queue's own keys"),
+        (["60000", "a", "t-a", "b", ""], "token must not be empty"),
+        (["1e3", "a", "t-a"], "duration must be an integer"),
+    ):
+        with pytest.raises(LuaError, match=message):
+            q.raw("extendLocks", [stalled_key], args)
+        assert q.pttl("a") <= 1000
+        assert q.stalled() == {"a"}
+    with pytest.raises(LuaError, match="is not a queue's stalled key"):
+        q.raw("extendLocks", [q.key("wait")], ["60000", "a", "t-a"])
+
+
 @pytest.mark.parametrize(
     ("script", "keys_of", "args"),
     [
@@ -171,6 +240,8 @@ def test_is_job_in_list_asks_one_list(q: Queue) -> None:
         ("updateProgress", lambda q: [q.key("a"), q.key("wait"), q.key("meta")], ["a", "1"]),
         ("addLog", lambda q: [q.key("a"), q.key("b:logs")], ["a", "x", "0"]),
         ("saveStacktrace", lambda q: [q.key("b")], ["a", "", ""]),
+        ("releaseLock", lambda q: [q.key("b:lock")], ["a", "t-a"]),
+        ("releaseLock", lambda q: [q.key("wait:lock")], ["wait", "t-a"]),
         ("getJobLogs", lambda q: [q.key("b:logs")], ["a", "0", "1", "1"]),
         ("isFinished", lambda q: [q.key("completed"), q.key("failed"), q.key("b")], ["a", "0"]),
     ],

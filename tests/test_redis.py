@@ -37,8 +37,8 @@ ARG_SAMPLES = {
     "msgpack": "\x80",
     "bytes": "\x00",
 }
-# A variadic argument's values: addFlow-10's, a flow of one node.
-VARIADIC_SAMPLES = {"node": ["", "n", "{}", "{}", "", "0", "0", "0"]}
+# A variadic argument's values: addFlow-10's, a flow of one node; extendLocks-1's, one job.
+VARIADIC_SAMPLES = {"node": ["", "n", "{}", "{}", "", "0", "0", "0"], "jobs": ["7", "tok"]}
 # What each script answers on an empty queue to those arguments (raw, as redis-py reads it): an
 # add adds job "1", a pickup finds nothing, a call about job "7" finds no lock.
 EMPTY_QUEUE_REPLIES: dict[str, object] = {
@@ -49,6 +49,7 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "addPrioritizedJob-6": [b"1", 1],
     "addStandardJob-6": [b"1", 1],
     "extendLock-2": -2,
+    "extendLocks-1": [[b"7", -2]],
     "getCounts-8": [0] * 8,
     "getDeduplicationJobId-1": b"",
     "getDependencies-4": -1,
@@ -71,6 +72,7 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "moveToWaitingChildren-7": -2,
     "pause-5": 1,
     "rateLimit-1": 1,
+    "releaseLock-1": 0,
     "removeChildDependency-2": -1,
     "removeDeduplicationKey-2": 0,
     "removeJob-13": -1,

@@ -389,8 +389,8 @@ def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> Non
 
 SAMPLES: dict[object, object] = {"str": "x1", "int": 1000, "float": 0.5, "bool": True}
 # Arguments that scripts accept only from a closed set of words, and addFlow-10's nodes (a
-# one-node flow: 8 values), which its wrapper would otherwise send
-# none of.
+# one-node flow: 8 values) and extendLocks-1's jobs (one pair), which their wrappers would
+# otherwise send none of.
 NAMED_SAMPLES: dict[str, object] = {
     "outcome": "failed",
     "action": "pause",
@@ -401,6 +401,7 @@ NAMED_SAMPLES: dict[str, object] = {
     "offset": 0,
     "state": "wait",
     "progress": 50,
+    "jobs": ["7", "tok"],
 }
 
 

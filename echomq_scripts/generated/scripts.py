@@ -1344,6 +1344,137 @@ def extend_lock_pipeline(
     return Pending(_EXTEND_LOCK, _index, job_id)
 
 
+class ExtendLocksKeys(NamedTuple):
+    """The keys of extendLocks-1, in KEYS order."""
+
+    stalled: str
+    """The queue's stalled set (emq:{q}:stalled)"""
+
+
+_EXTEND_LOCKS = Script(
+    ScriptSpec(
+        name="extendLocks",
+        script_id="extendLocks-1",
+        num_keys=1,
+        sha1="3299aa9dfdabfb5796d6ce719f142399db6e1e29",
+        returns="list[tuple[string, int]]",
+        codes=(-2, -6),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:stalled",),
+    ),
+    BY_CODE,
+)
+
+
+def extend_locks_keys(
+    queue: str,
+) -> ExtendLocksKeys:
+    """The keys of extendLocks-1 for `queue`."""
+    _built = _EXTEND_LOCKS.keys_for(queue)
+    return ExtendLocksKeys(*_built)
+
+
+def _extend_locks_call(
+    queue: str | None,
+    keys: ExtendLocksKeys | None,
+    duration: int,
+    jobs: Sequence[str],
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "extendLocks-1"
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "duration", duration, low=1),
+    ]
+    for _value in runtime.check_sequence(_script, "jobs", jobs):
+        _encoded.append(runtime.string_arg(_script, "jobs", _value))
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _EXTEND_LOCKS.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def extend_locks(
+    client: SyncClient,
+    *,
+    duration: int,
+    jobs: Sequence[str] = (),
+    queue: str | None = None,
+    keys: ExtendLocksKeys | None = None,
+) -> list[tuple[str, int]]:
+    """Extends the locks of many jobs in one call: a worker's heartbeat for all the jobs it
+    runs.
+
+    Each is extended as extendLock-2 extends one: while its token holds it, with its stalled
+    mark cleared and its token's record renewed. A job whose lock is gone or held by another
+    token is left as it is and answered with its code; the others are extended all the same.
+
+    Args:
+        duration (int(1..)): the locks' new time to live, in milliseconds
+        jobs (string): per job: its id, then the token that holds its lock
+
+    Returns:
+        list[tuple[string, int]]: the jobs not extended, in the order sent: each id with -2
+        (its lock is gone) or -6 (another token holds it)
+
+    Raises:
+        JobLockNotExist: the script returned -2.
+        JobLockMismatch: the script returned -6.
+    """
+    _keys, _args = _extend_locks_call(
+        queue,
+        keys,
+        duration,
+        jobs,
+    )
+    _reply = _EXTEND_LOCKS.run(client, _keys, _args)
+    return cast(list[tuple[str, int]], _EXTEND_LOCKS.result(_reply))
+
+
+async def extend_locks_async(
+    client: AsyncClient,
+    *,
+    duration: int,
+    jobs: Sequence[str] = (),
+    queue: str | None = None,
+    keys: ExtendLocksKeys | None = None,
+) -> list[tuple[str, int]]:
+    """`extend_locks` for redis.asyncio clients."""
+    _keys, _args = _extend_locks_call(
+        queue,
+        keys,
+        duration,
+        jobs,
+    )
+    _reply = await _EXTEND_LOCKS.run_async(client, _keys, _args)
+    return cast(list[tuple[str, int]], _EXTEND_LOCKS.result(_reply))
+
+
+def extend_locks_pipeline(
+    pipe: PipelineClient,
+    *,
+    duration: int,
+    jobs: Sequence[str] = (),
+    queue: str | None = None,
+    keys: ExtendLocksKeys | None = None,
+) -> Pending[list[tuple[str, int]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _extend_locks_call(
+        queue,
+        keys,
+        duration,
+        jobs,
+    )
+    _index = _EXTEND_LOCKS.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_EXTEND_LOCKS, _index, None)
+
+
 class GetCountsKeys(NamedTuple):
     """The keys of getCounts-8, in KEYS order."""
 
@@ -4602,6 +4733,142 @@ def rate_limit_pipeline(
     return Pending(_RATE_LIMIT, _index, None)
 
 
+class ReleaseLockKeys(NamedTuple):
+    """The keys of releaseLock-1, in KEYS order."""
+
+    lock: str
+    """The job's lock (emq:{q}:<job_id>:lock)"""
+
+
+_RELEASE_LOCK = Script(
+    ScriptSpec(
+        name="releaseLock",
+        script_id="releaseLock-1",
+        num_keys=1,
+        sha1="083cc1c47e5e2523a0464cb640e2ce1a8ae194d7",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:<job_id>:lock",),
+    ),
+    BY_CODE,
+)
+
+
+def release_lock_keys(
+    queue: str,
+    job_id: str,
+) -> ReleaseLockKeys:
+    """The keys of releaseLock-1 for `queue` and the ids they name."""
+    _script = "releaseLock-1"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _RELEASE_LOCK.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return ReleaseLockKeys(*_built)
+
+
+def _release_lock_call(
+    queue: str | None,
+    keys: ReleaseLockKeys | None,
+    job_id: str,
+    token: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "releaseLock-1"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "token", token, "non-empty"),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _RELEASE_LOCK.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def release_lock(
+    client: SyncClient,
+    *,
+    job_id: str,
+    token: str,
+    queue: str | None = None,
+    keys: ReleaseLockKeys | None = None,
+) -> int:
+    """Releases a job's lock when the caller's token holds it.
+
+    The job stays where it is, held by no worker: an active one is then the stalled check's.
+    The token's record goes too when it names the job, as when the lock runs out.
+
+    Args:
+        job_id (id): the job's id
+        token (string(non-empty)): the token that holds the lock
+
+    Returns:
+        int: 1 when the lock was released, 0 when it is gone or another token holds it
+    """
+    _keys, _args = _release_lock_call(
+        queue,
+        keys,
+        job_id,
+        token,
+    )
+    _reply = _RELEASE_LOCK.run(client, _keys, _args)
+    return cast(int, _RELEASE_LOCK.result(_reply, job_id))
+
+
+async def release_lock_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    token: str,
+    queue: str | None = None,
+    keys: ReleaseLockKeys | None = None,
+) -> int:
+    """`release_lock` for redis.asyncio clients."""
+    _keys, _args = _release_lock_call(
+        queue,
+        keys,
+        job_id,
+        token,
+    )
+    _reply = await _RELEASE_LOCK.run_async(client, _keys, _args)
+    return cast(int, _RELEASE_LOCK.result(_reply, job_id))
+
+
+def release_lock_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    token: str,
+    queue: str | None = None,
+    keys: ReleaseLockKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _release_lock_call(
+        queue,
+        keys,
+        job_id,
+        token,
+    )
+    _index = _RELEASE_LOCK.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_RELEASE_LOCK, _index, job_id)
+
+
 class RemoveChildDependencyKeys(NamedTuple):
     """The keys of removeChildDependency-2, in KEYS order."""
 
@@ -6352,6 +6619,7 @@ SCRIPTS: tuple[Script, ...] = (
     _ADD_PRIORITIZED_JOB,
     _ADD_STANDARD_JOB,
     _EXTEND_LOCK,
+    _EXTEND_LOCKS,
     _GET_COUNTS,
     _GET_DEDUPLICATION_JOB_ID,
     _GET_DEPENDENCIES,
@@ -6374,6 +6642,7 @@ SCRIPTS: tuple[Script, ...] = (
     _MOVE_TO_WAITING_CHILDREN,
     _PAUSE,
     _RATE_LIMIT,
+    _RELEASE_LOCK,
     _REMOVE_CHILD_DEPENDENCY,
     _REMOVE_DEDUPLICATION_KEY,
     _REMOVE_JOB,

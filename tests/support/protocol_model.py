@@ -1012,6 +1012,24 @@ class QueueModel:
         self._emit("waiting-children", job_id, "prev", "active")
         return 1
 
+    def release_lock(self, job_id: str, token: str) -> int:
+        """releaseLock-1: the lock and, when it names the job, the token's record go, as when
+        the lock runs out."""
+        if self._lock_code(job_id, token):
+            return 0
+        self.lose_lock(job_id)
+        return 1
+
+    def extend_locks(self, jobs: list[tuple[str, str]]) -> list[tuple[str, int]]:
+        """extendLocks-1: each pair (job id, token) as extend_lock; the ones refused, with
+        their codes."""
+        refused = []
+        for job_id, token in jobs:
+            code = self.extend_lock(job_id, token)
+            if code < 0:
+                refused.append((job_id, code))
+        return refused
+
     # -- one job's data -------------------------------------------------------------------
 
     def update_data(self, job_id: str, data: str) -> int:
