@@ -2,8 +2,8 @@
 --- Verifies the lock token first, then that the job exists, has no pending and no failed children
 --- (to complete) and is active. A completion stores the return value; a failure stores the reason
 --- and stack trace and, while attempts are left, goes back to wait (no backoff) or to delayed
---- (a backoff) instead of to failed. A finished job is scored by its finish time, counted in the metrics, kept or removed by
---- removeOnComplete / removeOnFail, and releases its deduplication id. A completed child's value
+--- (a backoff) instead of to failed. A finished job is scored by its finish time, counted in the
+--- metrics, kept or removed by removeOnComplete / removeOnFail, and releases its deduplication id. A completed child's value
 --- goes to its parent, and the last pending one moves the parent out of waiting-children; a child
 --- that fails for good acts on its parent by its policy (failParentOnFailure,
 --- ignoreDependencyOnFailure, removeDependencyOnFailure, continueParentOnFailure; none: the parent

@@ -75,7 +75,7 @@ try {
   const values = { outcome: "completed" };
   const [state] = await redis.moveToFinished(
     ...keysOf("moveToFinished", values),
-    jobId, "node-worker", now + 5, "completed", '"sent"', "", 0, "0", 30000, 0, 0, 0,
+    jobId, "node-worker", now + 5, "completed", '"sent"', "", 0, "0", 30000, 0, 0, 0, 0, 0,
   );
   report.steps.finish = { state };
   report.steps.counts = await redis.getCounts(...keysOf("getCounts", {}));
