@@ -360,7 +360,7 @@ def generated_files(
         "scripts": views,
         "codes": sorted(ERROR_CODES.items(), reverse=True),
         "generator": f"echomq-scripts {__version__}",
-        "exports": sorted(exports, key=_isort_key),
+        "exports": sorted(exports, key=_import_key),
         "all_names": sorted([*exports, "errors"], key=_isort_key),
         "inputs": inputs,
         "uses_literal": any(v.enum_args for v in views),
@@ -378,6 +378,13 @@ def generated_files(
         files[f"lua/{script.script_id}.lua"] = script.body
         files[f"lua/{script.script_id}.map.json"] = to_json_bytes(line_map(script), indent=None)
     return files
+
+
+def _import_key(name: str) -> tuple[int, str]:
+    # An import list's order in ruff's isort: as RUF022's, but names of one kind compare without
+    # case (GetJobsKeys before GetJobStateKeys), where `__all__` compares them as they are.
+    kind, _ = _isort_key(name)
+    return (kind, name.lower())
 
 
 def _isort_key(name: str) -> tuple[int, str]:
