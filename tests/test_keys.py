@@ -119,6 +119,7 @@ def test_every_script_template_is_a_key_keys_py_builds() -> None:
                     "dedup_id": "d1",
                     "scheduler_id": "s1",
                     "state": "wait",
+                    "part": "processed",
                 }
                 key = re.sub(r"<(\w+)>", lambda m: values[m[1]], template)  # noqa: B023
                 assert key.replace("{q}", "{mail}") in known, (script.spec.script_id, template)

@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import hypothesis.strategies as st
 import pytest
@@ -612,7 +612,50 @@ class QueueMachine(RuleBasedStateMachine):
         assert got == self.model.get_dependency_counts(job_id)
         read = call(lambda: g.get_dependencies(self.r, queue=QUEUE, job_id=job_id))
         assert read == self.model.get_dependencies(job_id)
+        for part in get_args(g.PaginatePart):
+            assert self.page_through(job_id, part, data.draw(st.sampled_from([1, 2, 10])))
         self.last = None
+
+    @rule(
+        data=st.data(),
+        start=st.sampled_from([0, 0, 1, 3]),
+        length=st.sampled_from([0, 1, 2, 5, None]),
+        asc=st.booleans(),
+    )
+    def read_the_states(
+        self, data: st.DataObject, start: int, length: int | None, asc: bool
+    ) -> None:
+        """getRanges-8 and getJobs-8 of some states, a range of places (to the end, or a few),
+        and getCountsPerPriority-3 of some priorities."""
+        every: tuple[g.GetRangesState, ...] = get_args(g.GetRangesState)
+        states = data.draw(st.lists(st.sampled_from(every), max_size=4))
+        end = -1 if length is None else start + length - 1
+        got = g.get_ranges(self.r, queue=QUEUE, start=start, end=end, asc=asc, state=states)
+        assert got == self.model.get_ranges(start, end, asc, states)
+        jobs = g.get_jobs(self.r, queue=QUEUE, start=start, end=end, asc=asc, state=states)
+        assert [[job_id for job_id, _ in found] for found in jobs] == got
+        assert all(fields == self.job_hash(j) for found in jobs for j, fields in found)
+        priorities = data.draw(st.lists(st.integers(0, 5), max_size=4))
+        counted = g.get_counts_per_priority(self.r, queue=QUEUE, priority=priorities)
+        assert counted == self.model.get_counts_per_priority(priorities)
+        self.last = None
+
+    def page_through(self, job_id: str, part: g.PaginatePart, count: int) -> bool:
+        """paginate-1 from cursor 0 to the end: the pages add up to the model's record, and
+        every page says the record's size."""
+        cursor, found = "0", dict[str, str]()
+        want = self.model.record(job_id, part)
+        while True:
+            cursor, size, page = g.paginate(
+                self.r, queue=QUEUE, job_id=job_id, part=part, cursor=cursor, count=count
+            )
+            assert size == len(want)
+            if part == "dependencies":
+                found.update(dict.fromkeys(page, ""))
+            else:
+                found.update(zip(page[::2], page[1::2], strict=True))
+            if cursor == "0":
+                return found == want
 
     @precondition(lambda self: self.model.jobs)
     @rule(
@@ -679,6 +722,74 @@ class QueueMachine(RuleBasedStateMachine):
             lambda: g.remove_job(self.r, queue=QUEUE, job_id=job_id, remove_children=children)
         )
         assert got == self.model.remove_job(job_id, children)
+        self.last = None
+
+    @precondition(lambda self: self.model.jobs)
+    @rule(
+        data=st.data(),
+        grace=st.sampled_from([0, 100, 6000, 60_000]),
+        limit=st.sampled_from([1, 2, 3, 10]),
+        cursor=st.sampled_from([0, 0, 0, 1, 2, 4]),
+    )
+    def clean_a_state(self, data: st.DataObject, grace: int, limit: int, cursor: int) -> None:
+        """cleanJobsInSet-5: one call, from the start or from a cursor a walk may have left, on
+        a state that holds jobs more often than not."""
+        every: tuple[g.CleanJobsInSetState, ...] = get_args(g.CleanJobsInSetState)
+        held = [s for s in every if any(j.state == s for j in self.model.jobs.values())]
+        state = data.draw(st.sampled_from(held + held + list(every)))
+        got = g.clean_jobs_in_set(
+            self.r, queue=QUEUE, state=state, now=self.now, grace=grace, limit=limit, cursor=cursor
+        )
+        assert got == self.model.clean_jobs_in_set(state, self.now, grace, limit, cursor)
+        self.last = None
+
+    @rule(count=st.sampled_from([1, 2, 5, 100]), force=st.booleans())
+    def obliterate(self, count: int, force: bool) -> None:
+        """obliterate-20, called again while it answers 1 (more is left), the queue compared
+        after each call. Refused unless the queue is paused (so mostly refused: only a pause
+        makes it run), and with active jobs unless forced."""
+        while True:
+            got = g.obliterate(self.r, queue=QUEUE, count=count, force=force)
+            assert got == self.model.obliterate(count, force)
+            if got != 1:
+                break
+            check_queue(self.r, self.model, self.now)
+        self.last = None
+
+    @rule(delayed=st.booleans(), count=st.sampled_from([1, 2, 5, 100]))
+    def drain(self, delayed: bool, count: int) -> None:
+        """drain-5: one call (a bounded batch), delayed jobs too or not."""
+        got = g.drain(self.r, queue=QUEUE, delayed=delayed, count=count)
+        assert got == self.model.drain(delayed, count)
+        self.last = None
+
+    @rule(data=st.data(), count=st.sampled_from([1, 10, 1000]))
+    def remove_orphans(self, data: st.DataObject, count: int) -> None:
+        """removeOrphanedJobs-8, a whole SCAN walk: it finds nothing on a sound queue, and the
+        job a crash took out of its state key (one outside any flow and not active, so that
+        nothing else names it) when there is one."""
+        loose = sorted(
+            j.id
+            for j in self.model.jobs.values()
+            if not (j.parent or j.pending or j.processed or j.unsuccessful or j.ignored)
+            and j.state != "active"
+        )
+        orphan = None
+        if data.draw(st.booleans(), label="a crash") and loose:
+            orphan = data.draw(st.sampled_from(loose))
+            state = self.model.jobs[orphan].state
+            if state in ("wait", "paused"):
+                self.r.lrem(keys.state(QUEUE, state), 0, orphan)
+            else:
+                self.r.zrem(keys.state(QUEUE, state), orphan)
+            self.model.orphan(orphan)
+        cursor, removed = "0", []
+        while True:
+            cursor, ids = g.remove_orphaned_jobs(self.r, queue=QUEUE, cursor=cursor, count=count)
+            removed += ids
+            if cursor == "0":
+                break
+        assert removed == ([orphan] if orphan is not None else [])
         self.last = None
 
     @precondition(lambda self: self.model.dedup)

@@ -27,6 +27,8 @@ NAMED_SAMPLES = {
     "pattern": "",
     "offset": "0",
     "state": "wait",
+    "part": "processed",
+    "cursor": "0",  # a SCAN cursor is digits
 }
 ARG_SAMPLES = {
     "string": "x",
@@ -37,8 +39,14 @@ ARG_SAMPLES = {
     "msgpack": "\x80",
     "bytes": "\x00",
 }
-# A variadic argument's values: addFlow-10's, a flow of one node; extendLocks-1's, one job.
-VARIADIC_SAMPLES = {"node": ["", "n", "{}", "{}", "", "0", "0", "0"], "jobs": ["7", "tok"]}
+# A variadic argument's values: addFlow-10's, a flow of one node; extendLocks-1's, one job;
+# getRanges-8's and getJobs-8's, one state; getCountsPerPriority-3's, two priorities.
+VARIADIC_SAMPLES = {
+    "node": ["", "n", "{}", "{}", "", "0", "0", "0"],
+    "jobs": ["7", "tok"],
+    "state": ["wait"],
+    "priority": ["0", "2"],
+}
 # What each script answers on an empty queue to those arguments (raw, as redis-py reads it): an
 # add adds job "1", a pickup finds nothing, a call about job "7" finds no lock.
 EMPTY_QUEUE_REPLIES: dict[str, object] = {
@@ -48,6 +56,8 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "addJobScheduler-10": [b"repeat-x-1000", 1000],
     "addPrioritizedJob-6": [b"1", 1],
     "addStandardJob-6": [b"1", 1],
+    "cleanJobsInSet-5": [0, []],
+    "drain-5": 0,
     "extendLock-2": -2,
     "extendLocks-1": [[b"7", -2]],
     "getCounts-8": [0] * 8,
@@ -56,11 +66,14 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "getDependencyCounts-4": -1,
     "getGlobalConcurrency-1": 0,
     "getGlobalRateLimit-1": [0, 0],
+    "getCountsPerPriority-3": [0, 0],
     "getJobLogs-1": [0, []],
+    "getJobs-8": [[]],
     "getJobScheduler-2": [],
     "getJobSchedulers-1": [0, []],
     "getJobState-8": b"unknown",
     "getMetrics-2": [0, 0, 0, [], 0],
+    "getRanges-8": [[]],
     "getRateLimitTtl-2": 0,
     "isFinished-3": -1,
     "isJobInList-1": 0,
@@ -70,6 +83,8 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "moveToDelayed-8": -2,
     "moveToFinished-14": -2,
     "moveToWaitingChildren-7": -2,
+    "obliterate-20": 2,  # not paused
+    "paginate-1": [b"0", 0, []],
     "pause-5": 1,
     "rateLimit-1": 1,
     "releaseLock-1": 0,
@@ -77,6 +92,7 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "removeDeduplicationKey-2": 0,
     "removeJob-13": -1,
     "removeJobScheduler-8": 0,
+    "removeOrphanedJobs-8": [b"0", []],
     "removeRateLimitKey-1": 0,
     "removeUnprocessedChildren-10": -1,
     "saveStacktrace-1": -1,

@@ -402,6 +402,15 @@ NAMED_SAMPLES: dict[str, object] = {
     "state": "wait",
     "progress": 50,
     "jobs": ["7", "tok"],
+    "part": "processed",
+}
+# Arguments whose name means other things in other scripts, by name and annotation: a SCAN
+# cursor is text of digits (paginate-1, removeOrphanedJobs-8; cleanJobsInSet-5's is an int), and
+# getRanges-8 and getJobs-8 take their states as a list.
+TYPED_SAMPLES: dict[tuple[str, object], object] = {
+    ("cursor", "str"): "0",
+    ("state", "Sequence[GetRangesState]"): ["wait"],
+    ("state", "Sequence[GetJobsState]"): ["wait"],
 }
 
 
@@ -413,7 +422,9 @@ def wrapper_calls() -> list[tuple[str, dict[str, Any]]]:
         signature = inspect.signature(getattr(g, name))
         arguments: dict[str, Any] = {"queue": "mail"}
         for parameter in list(signature.parameters.values())[1:]:
-            if parameter.name in NAMED_SAMPLES:
+            if (parameter.name, parameter.annotation) in TYPED_SAMPLES:
+                arguments[parameter.name] = TYPED_SAMPLES[parameter.name, parameter.annotation]
+            elif parameter.name in NAMED_SAMPLES:
                 arguments[parameter.name] = NAMED_SAMPLES[parameter.name]
             elif parameter.name not in ("queue", "keys") and parameter.default is parameter.empty:
                 arguments[parameter.name] = SAMPLES[parameter.annotation]

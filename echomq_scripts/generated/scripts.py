@@ -1189,6 +1189,336 @@ def add_standard_job_pipeline(
     return Pending(_ADD_STANDARD_JOB, _index, job_id)
 
 
+class CleanJobsInSetKeys(NamedTuple):
+    """The keys of cleanJobsInSet-5, in KEYS order."""
+
+    set: str
+    """The state's key (emq:{q}:<state>)"""
+    stalled: str
+    """The stalled set (emq:{q}:stalled)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    schedulers: str
+    """The job schedulers, scored by next run (emq:{q}:repeat)"""
+
+
+CleanJobsInSetState = Literal[
+    "completed", "failed", "delayed", "wait", "paused", "prioritized", "active", "waiting-children"
+]
+"""The values of `state`."""
+_CLEAN_JOBS_IN_SET_STATE: tuple[str, ...] = get_args(CleanJobsInSetState)
+
+_CLEAN_JOBS_IN_SET = Script(
+    ScriptSpec(
+        name="cleanJobsInSet",
+        script_id="cleanJobsInSet-5",
+        num_keys=5,
+        sha1="eb08756326ba01ecc8db284d447ffacd26f79075",
+        returns="tuple[int, list[string]]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:<state>",
+            "emq:{q}:stalled",
+            "emq:{q}:events",
+            "emq:{q}:meta",
+            "emq:{q}:repeat",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def clean_jobs_in_set_keys(
+    queue: str,
+    state: CleanJobsInSetState,
+) -> CleanJobsInSetKeys:
+    """The keys of cleanJobsInSet-5 for `queue` and the ids they name."""
+    _script = "cleanJobsInSet-5"
+    runtime.enum_arg(_script, "state", state, _CLEAN_JOBS_IN_SET_STATE)
+    _built = _CLEAN_JOBS_IN_SET.keys_for(
+        queue,
+        {
+            "state": state,
+        },
+    )
+    return CleanJobsInSetKeys(*_built)
+
+
+def _clean_jobs_in_set_call(
+    queue: str | None,
+    keys: CleanJobsInSetKeys | None,
+    state: CleanJobsInSetState,
+    now: int,
+    grace: int,
+    limit: int,
+    cursor: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "cleanJobsInSet-5"
+    _encoded: list[bytes] = [
+        runtime.enum_arg(_script, "state", state, _CLEAN_JOBS_IN_SET_STATE),
+        runtime.int_arg(_script, "now", now, low=0),
+        runtime.int_arg(_script, "grace", grace, low=0),
+        runtime.int_arg(_script, "limit", limit, low=1, high=10000),
+        runtime.int_arg(_script, "cursor", cursor, low=0),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _CLEAN_JOBS_IN_SET.keys_for(
+            queue,
+            {
+                "state": state,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 5)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def clean_jobs_in_set(
+    client: SyncClient,
+    *,
+    state: CleanJobsInSetState,
+    now: int,
+    grace: int,
+    limit: int,
+    cursor: int,
+    queue: str | None = None,
+    keys: CleanJobsInSetKeys | None = None,
+) -> tuple[int, list[str]]:
+    """Removes a state's jobs older than a grace period, a bounded batch a call, answering
+    which.
+
+    Each call reads at most `limit` entries of the state's key, from where the cursor says,
+    and removes those that qualify: older than `now - grace` (for completed, failed and
+    waiting-children by their score; for the others by the job's own times), not held by a
+    worker (active with a lock) and not a job scheduler's current iteration. A job goes with
+    its lock, companion keys and deduplication id, and its parent stops waiting for it.
+
+    Args:
+        state (enum(completed|failed|delayed|wait|paused|prioritized|active|waiting-
+        children)): the state to clean
+        now (int(0..)): the caller's clock, ms
+        grace (int(0..)): how old a job must be to go, in ms before now
+        limit (int(1..10000)): the most entries the call reads (so the most it removes)
+        cursor (int(0..)): 0 to start, then what the previous call answered
+
+    Returns:
+        tuple[int, list[string]]: the cursor for the next call (0: the walk is over), and
+        the ids removed, in the order removed
+    """
+    _keys, _args = _clean_jobs_in_set_call(
+        queue,
+        keys,
+        state,
+        now,
+        grace,
+        limit,
+        cursor,
+    )
+    _reply = _CLEAN_JOBS_IN_SET.run(client, _keys, _args)
+    return cast(tuple[int, list[str]], _CLEAN_JOBS_IN_SET.result(_reply))
+
+
+async def clean_jobs_in_set_async(
+    client: AsyncClient,
+    *,
+    state: CleanJobsInSetState,
+    now: int,
+    grace: int,
+    limit: int,
+    cursor: int,
+    queue: str | None = None,
+    keys: CleanJobsInSetKeys | None = None,
+) -> tuple[int, list[str]]:
+    """`clean_jobs_in_set` for redis.asyncio clients."""
+    _keys, _args = _clean_jobs_in_set_call(
+        queue,
+        keys,
+        state,
+        now,
+        grace,
+        limit,
+        cursor,
+    )
+    _reply = await _CLEAN_JOBS_IN_SET.run_async(client, _keys, _args)
+    return cast(tuple[int, list[str]], _CLEAN_JOBS_IN_SET.result(_reply))
+
+
+def clean_jobs_in_set_pipeline(
+    pipe: PipelineClient,
+    *,
+    state: CleanJobsInSetState,
+    now: int,
+    grace: int,
+    limit: int,
+    cursor: int,
+    queue: str | None = None,
+    keys: CleanJobsInSetKeys | None = None,
+) -> Pending[tuple[int, list[str]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _clean_jobs_in_set_call(
+        queue,
+        keys,
+        state,
+        now,
+        grace,
+        limit,
+        cursor,
+    )
+    _index = _CLEAN_JOBS_IN_SET.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_CLEAN_JOBS_IN_SET, _index, None)
+
+
+class DrainKeys(NamedTuple):
+    """The keys of drain-5, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    schedulers: str
+    """The job schedulers, scored by next run (emq:{q}:repeat)"""
+
+
+_DRAIN = Script(
+    ScriptSpec(
+        name="drain",
+        script_id="drain-5",
+        num_keys=5,
+        sha1="bbeb2c8071b47a302789aa5a2e8a4cc9c8263ab1",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:repeat",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def drain_keys(
+    queue: str,
+) -> DrainKeys:
+    """The keys of drain-5 for `queue`."""
+    _built = _DRAIN.keys_for(queue)
+    return DrainKeys(*_built)
+
+
+def _drain_call(
+    queue: str | None,
+    keys: DrainKeys | None,
+    delayed: bool,
+    count: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "drain-5"
+    _encoded: list[bytes] = [
+        runtime.bool_arg(_script, "delayed", delayed),
+        runtime.int_arg(_script, "count", count, low=1, high=10000),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _DRAIN.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 5)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def drain(
+    client: SyncClient,
+    *,
+    delayed: bool,
+    count: int,
+    queue: str | None = None,
+    keys: DrainKeys | None = None,
+) -> int:
+    """Empties wait, paused, prioritized and optionally delayed, a bounded batch a call.
+
+    Each call removes up to `count` jobs, with their companion keys and deduplication ids,
+    and answers how many it removed. A job scheduler's current iteration stays. A removed
+    job's parent stops waiting for it; a parent so released goes to a key the drain empties,
+    and goes too.
+
+    Args:
+        delayed (bool): empty the delayed set too
+        count (int(1..10000)): the most jobs the call removes
+
+    Returns:
+        int: how many jobs the call removed: fewer than `count` when the keys are empty (but
+        for scheduler iterations)
+    """
+    _keys, _args = _drain_call(
+        queue,
+        keys,
+        delayed,
+        count,
+    )
+    _reply = _DRAIN.run(client, _keys, _args)
+    return cast(int, _DRAIN.result(_reply))
+
+
+async def drain_async(
+    client: AsyncClient,
+    *,
+    delayed: bool,
+    count: int,
+    queue: str | None = None,
+    keys: DrainKeys | None = None,
+) -> int:
+    """`drain` for redis.asyncio clients."""
+    _keys, _args = _drain_call(
+        queue,
+        keys,
+        delayed,
+        count,
+    )
+    _reply = await _DRAIN.run_async(client, _keys, _args)
+    return cast(int, _DRAIN.result(_reply))
+
+
+def drain_pipeline(
+    pipe: PipelineClient,
+    *,
+    delayed: bool,
+    count: int,
+    queue: str | None = None,
+    keys: DrainKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _drain_call(
+        queue,
+        keys,
+        delayed,
+        count,
+    )
+    _index = _DRAIN.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_DRAIN, _index, None)
+
+
 class ExtendLockKeys(NamedTuple):
     """The keys of extendLock-2, in KEYS order."""
 
@@ -1595,6 +1925,128 @@ def get_counts_pipeline(
     )
     _index = _GET_COUNTS.add_to_pipeline(pipe, _keys, _args)
     return Pending(_GET_COUNTS, _index, None)
+
+
+class GetCountsPerPriorityKeys(NamedTuple):
+    """The keys of getCountsPerPriority-3, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+
+
+_GET_COUNTS_PER_PRIORITY = Script(
+    ScriptSpec(
+        name="getCountsPerPriority",
+        script_id="getCountsPerPriority-3",
+        num_keys=3,
+        sha1="8e42effc371ce8b9be5a6d7d4afaf5d7936aeab0",
+        returns="list[int]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:prioritized",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def get_counts_per_priority_keys(
+    queue: str,
+) -> GetCountsPerPriorityKeys:
+    """The keys of getCountsPerPriority-3 for `queue`."""
+    _built = _GET_COUNTS_PER_PRIORITY.keys_for(queue)
+    return GetCountsPerPriorityKeys(*_built)
+
+
+def _get_counts_per_priority_call(
+    queue: str | None,
+    keys: GetCountsPerPriorityKeys | None,
+    priority: Sequence[int],
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getCountsPerPriority-3"
+    _encoded: list[bytes] = []
+    for _value in runtime.check_sequence(_script, "priority", priority):
+        _encoded.append(runtime.int_arg(_script, "priority", _value, low=0, high=2097151))
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_COUNTS_PER_PRIORITY.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 3)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_counts_per_priority(
+    client: SyncClient,
+    *,
+    priority: Sequence[int] = (),
+    queue: str | None = None,
+    keys: GetCountsPerPriorityKeys | None = None,
+) -> list[int]:
+    """Counts the jobs waiting at each priority asked.
+
+    Priority 0 counts the jobs without one (wait, or paused while the queue is paused), any
+    other the prioritized jobs of that priority.
+
+    Args:
+        priority (int(0..2097151)): the priorities to count
+
+    Returns:
+        list[int]: a count for each priority asked, in the order asked
+    """
+    _keys, _args = _get_counts_per_priority_call(
+        queue,
+        keys,
+        priority,
+    )
+    _reply = _GET_COUNTS_PER_PRIORITY.run(client, _keys, _args)
+    return cast(list[int], _GET_COUNTS_PER_PRIORITY.result(_reply))
+
+
+async def get_counts_per_priority_async(
+    client: AsyncClient,
+    *,
+    priority: Sequence[int] = (),
+    queue: str | None = None,
+    keys: GetCountsPerPriorityKeys | None = None,
+) -> list[int]:
+    """`get_counts_per_priority` for redis.asyncio clients."""
+    _keys, _args = _get_counts_per_priority_call(
+        queue,
+        keys,
+        priority,
+    )
+    _reply = await _GET_COUNTS_PER_PRIORITY.run_async(client, _keys, _args)
+    return cast(list[int], _GET_COUNTS_PER_PRIORITY.result(_reply))
+
+
+def get_counts_per_priority_pipeline(
+    pipe: PipelineClient,
+    *,
+    priority: Sequence[int] = (),
+    queue: str | None = None,
+    keys: GetCountsPerPriorityKeys | None = None,
+) -> Pending[list[int]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_counts_per_priority_call(
+        queue,
+        keys,
+        priority,
+    )
+    _index = _GET_COUNTS_PER_PRIORITY.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_COUNTS_PER_PRIORITY, _index, None)
 
 
 class GetDeduplicationJobIdKeys(NamedTuple):
@@ -2767,6 +3219,179 @@ def get_job_state_pipeline(
     return Pending(_GET_JOB_STATE, _index, job_id)
 
 
+class GetJobsKeys(NamedTuple):
+    """The keys of getJobs-8, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    completed: str
+    """The completed set (emq:{q}:completed)"""
+    failed: str
+    """The failed set (emq:{q}:failed)"""
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+
+
+GetJobsState = Literal[
+    "wait", "paused", "active", "delayed", "prioritized", "completed", "failed", "waiting-children"
+]
+"""The values of `state`."""
+_GET_JOBS_STATE: tuple[str, ...] = get_args(GetJobsState)
+
+_GET_JOBS = Script(
+    ScriptSpec(
+        name="getJobs",
+        script_id="getJobs-8",
+        num_keys=8,
+        sha1="92f3deb49d821443d7811044ab23d5f505d66757",
+        returns="list[list[tuple[string, hash]]]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:active",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:completed",
+            "emq:{q}:failed",
+            "emq:{q}:waiting-children",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def get_jobs_keys(
+    queue: str,
+) -> GetJobsKeys:
+    """The keys of getJobs-8 for `queue`."""
+    _built = _GET_JOBS.keys_for(queue)
+    return GetJobsKeys(*_built)
+
+
+def _get_jobs_call(
+    queue: str | None,
+    keys: GetJobsKeys | None,
+    start: int,
+    end: int,
+    asc: bool,
+    state: Sequence[GetJobsState],
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getJobs-8"
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "start", start, low=0),
+        runtime.int_arg(_script, "end", end, low=-1),
+        runtime.bool_arg(_script, "asc", asc),
+    ]
+    for _value in runtime.check_sequence(_script, "state", state):
+        _encoded.append(runtime.enum_arg(_script, "state", _value, _GET_JOBS_STATE))
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_JOBS.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_jobs(
+    client: SyncClient,
+    *,
+    start: int,
+    end: int,
+    asc: bool,
+    state: Sequence[GetJobsState] = (),
+    queue: str | None = None,
+    keys: GetJobsKeys | None = None,
+) -> list[list[tuple[str, dict[str, str]]]]:
+    """Reads the jobs in the states asked, a range of places in each.
+
+    In the order getRanges-8 gives, each job's id with its hash; an id whose hash is gone is
+    left out.
+
+    Args:
+        start (int(0..)): the first place, from 0
+        end (int(-1..)): the last place, -1 for the last of all
+        asc (bool): in order (the next job to run, the lowest score, first), else reversed
+        state (enum(wait|paused|active|delayed|prioritized|completed|failed|waiting-
+        children)): the states, each once or more
+
+    Returns:
+        list[list[tuple[string, hash]]]: for each state asked, in the order asked, its jobs:
+        each job's id and its hash
+    """
+    _keys, _args = _get_jobs_call(
+        queue,
+        keys,
+        start,
+        end,
+        asc,
+        state,
+    )
+    _reply = _GET_JOBS.run(client, _keys, _args)
+    return cast(list[list[tuple[str, dict[str, str]]]], _GET_JOBS.result(_reply))
+
+
+async def get_jobs_async(
+    client: AsyncClient,
+    *,
+    start: int,
+    end: int,
+    asc: bool,
+    state: Sequence[GetJobsState] = (),
+    queue: str | None = None,
+    keys: GetJobsKeys | None = None,
+) -> list[list[tuple[str, dict[str, str]]]]:
+    """`get_jobs` for redis.asyncio clients."""
+    _keys, _args = _get_jobs_call(
+        queue,
+        keys,
+        start,
+        end,
+        asc,
+        state,
+    )
+    _reply = await _GET_JOBS.run_async(client, _keys, _args)
+    return cast(list[list[tuple[str, dict[str, str]]]], _GET_JOBS.result(_reply))
+
+
+def get_jobs_pipeline(
+    pipe: PipelineClient,
+    *,
+    start: int,
+    end: int,
+    asc: bool,
+    state: Sequence[GetJobsState] = (),
+    queue: str | None = None,
+    keys: GetJobsKeys | None = None,
+) -> Pending[list[list[tuple[str, dict[str, str]]]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_jobs_call(
+        queue,
+        keys,
+        start,
+        end,
+        asc,
+        state,
+    )
+    _index = _GET_JOBS.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_JOBS, _index, None)
+
+
 class GetMetricsKeys(NamedTuple):
     """The keys of getMetrics-2, in KEYS order."""
 
@@ -2923,6 +3548,177 @@ def get_metrics_pipeline(
     )
     _index = _GET_METRICS.add_to_pipeline(pipe, _keys, _args)
     return Pending(_GET_METRICS, _index, None)
+
+
+class GetRangesKeys(NamedTuple):
+    """The keys of getRanges-8, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    completed: str
+    """The completed set (emq:{q}:completed)"""
+    failed: str
+    """The failed set (emq:{q}:failed)"""
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+
+
+GetRangesState = Literal[
+    "wait", "paused", "active", "delayed", "prioritized", "completed", "failed", "waiting-children"
+]
+"""The values of `state`."""
+_GET_RANGES_STATE: tuple[str, ...] = get_args(GetRangesState)
+
+_GET_RANGES = Script(
+    ScriptSpec(
+        name="getRanges",
+        script_id="getRanges-8",
+        num_keys=8,
+        sha1="340a8884732786727f18d86ada79fecb7d1ac420",
+        returns="list[list[string]]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:active",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:completed",
+            "emq:{q}:failed",
+            "emq:{q}:waiting-children",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def get_ranges_keys(
+    queue: str,
+) -> GetRangesKeys:
+    """The keys of getRanges-8 for `queue`."""
+    _built = _GET_RANGES.keys_for(queue)
+    return GetRangesKeys(*_built)
+
+
+def _get_ranges_call(
+    queue: str | None,
+    keys: GetRangesKeys | None,
+    start: int,
+    end: int,
+    asc: bool,
+    state: Sequence[GetRangesState],
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "getRanges-8"
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "start", start, low=0),
+        runtime.int_arg(_script, "end", end, low=-1),
+        runtime.bool_arg(_script, "asc", asc),
+    ]
+    for _value in runtime.check_sequence(_script, "state", state):
+        _encoded.append(runtime.enum_arg(_script, "state", _value, _GET_RANGES_STATE))
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _GET_RANGES.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def get_ranges(
+    client: SyncClient,
+    *,
+    start: int,
+    end: int,
+    asc: bool,
+    state: Sequence[GetRangesState] = (),
+    queue: str | None = None,
+    keys: GetRangesKeys | None = None,
+) -> list[list[str]]:
+    """Lists the ids of the jobs in the states asked, a range of places in each.
+
+    Lists in the order pickup takes their jobs (from the tail), sorted sets by score.
+
+    Args:
+        start (int(0..)): the first place, from 0
+        end (int(-1..)): the last place, -1 for the last of all
+        asc (bool): in order (the next job to run, the lowest score, first), else reversed
+        state (enum(wait|paused|active|delayed|prioritized|completed|failed|waiting-
+        children)): the states, each once or more
+
+    Returns:
+        list[list[string]]: one list of ids for each state asked, in the order asked
+    """
+    _keys, _args = _get_ranges_call(
+        queue,
+        keys,
+        start,
+        end,
+        asc,
+        state,
+    )
+    _reply = _GET_RANGES.run(client, _keys, _args)
+    return cast(list[list[str]], _GET_RANGES.result(_reply))
+
+
+async def get_ranges_async(
+    client: AsyncClient,
+    *,
+    start: int,
+    end: int,
+    asc: bool,
+    state: Sequence[GetRangesState] = (),
+    queue: str | None = None,
+    keys: GetRangesKeys | None = None,
+) -> list[list[str]]:
+    """`get_ranges` for redis.asyncio clients."""
+    _keys, _args = _get_ranges_call(
+        queue,
+        keys,
+        start,
+        end,
+        asc,
+        state,
+    )
+    _reply = await _GET_RANGES.run_async(client, _keys, _args)
+    return cast(list[list[str]], _GET_RANGES.result(_reply))
+
+
+def get_ranges_pipeline(
+    pipe: PipelineClient,
+    *,
+    start: int,
+    end: int,
+    asc: bool,
+    state: Sequence[GetRangesState] = (),
+    queue: str | None = None,
+    keys: GetRangesKeys | None = None,
+) -> Pending[list[list[str]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _get_ranges_call(
+        queue,
+        keys,
+        start,
+        end,
+        asc,
+        state,
+    )
+    _index = _GET_RANGES.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_GET_RANGES, _index, None)
 
 
 class GetRateLimitTtlKeys(NamedTuple):
@@ -4484,6 +5280,359 @@ def move_to_waiting_children_pipeline(
     return Pending(_MOVE_TO_WAITING_CHILDREN, _index, job_id)
 
 
+class ObliterateKeys(NamedTuple):
+    """The keys of obliterate-20, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    completed: str
+    """The completed set (emq:{q}:completed)"""
+    failed: str
+    """The failed set (emq:{q}:failed)"""
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+    stalled: str
+    """The stalled set (emq:{q}:stalled)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    schedulers: str
+    """The job schedulers, scored by next run (emq:{q}:repeat)"""
+    id: str
+    """The job id counter (emq:{q}:id)"""
+    pc: str
+    """The priority counter (emq:{q}:pc)"""
+    marker: str
+    """The workers' marker (emq:{q}:marker)"""
+    limiter: str
+    """The rate limiter's counter (emq:{q}:limiter)"""
+    metrics_completed: str
+    """The completed metrics (emq:{q}:metrics:completed)"""
+    metrics_failed: str
+    """The failed metrics (emq:{q}:metrics:failed)"""
+    metrics_completed_data: str
+    """The completed series (emq:{q}:metrics:completed:data)"""
+    metrics_failed_data: str
+    """The failed series (emq:{q}:metrics:failed:data)"""
+
+
+_OBLITERATE = Script(
+    ScriptSpec(
+        name="obliterate",
+        script_id="obliterate-20",
+        num_keys=20,
+        sha1="fbab1a3e25e18612fcaaca66c443dc060a235863",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:active",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:completed",
+            "emq:{q}:failed",
+            "emq:{q}:waiting-children",
+            "emq:{q}:stalled",
+            "emq:{q}:events",
+            "emq:{q}:meta",
+            "emq:{q}:repeat",
+            "emq:{q}:id",
+            "emq:{q}:pc",
+            "emq:{q}:marker",
+            "emq:{q}:limiter",
+            "emq:{q}:metrics:completed",
+            "emq:{q}:metrics:failed",
+            "emq:{q}:metrics:completed:data",
+            "emq:{q}:metrics:failed:data",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def obliterate_keys(
+    queue: str,
+) -> ObliterateKeys:
+    """The keys of obliterate-20 for `queue`."""
+    _built = _OBLITERATE.keys_for(queue)
+    return ObliterateKeys(*_built)
+
+
+def _obliterate_call(
+    queue: str | None,
+    keys: ObliterateKeys | None,
+    count: int,
+    force: bool,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "obliterate-20"
+    _encoded: list[bytes] = [
+        runtime.int_arg(_script, "count", count, low=1, high=10000),
+        runtime.bool_arg(_script, "force", force),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _OBLITERATE.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 20)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def obliterate(
+    client: SyncClient,
+    *,
+    count: int,
+    force: bool,
+    queue: str | None = None,
+    keys: ObliterateKeys | None = None,
+) -> int:
+    """Deletes a paused queue and everything in it, a bounded batch a call.
+
+    Each call removes up to `count` jobs (with their locks, companion keys and deduplication
+    ids) and job schedulers, and the call that finds nothing left deletes the queue's own
+    keys. Refused while the queue is not paused, and while jobs are active unless `force`.
+
+    Args:
+        count (int(1..10000)): the most jobs and schedulers the call removes
+        force (bool): remove active jobs too, held or not
+
+    Returns:
+        int: 0 when the queue is gone, 1 when more is left (call again), 2 when refused
+        because the queue is not paused, 3 when refused because jobs are active and `force`
+        was not given
+    """
+    _keys, _args = _obliterate_call(
+        queue,
+        keys,
+        count,
+        force,
+    )
+    _reply = _OBLITERATE.run(client, _keys, _args)
+    return cast(int, _OBLITERATE.result(_reply))
+
+
+async def obliterate_async(
+    client: AsyncClient,
+    *,
+    count: int,
+    force: bool,
+    queue: str | None = None,
+    keys: ObliterateKeys | None = None,
+) -> int:
+    """`obliterate` for redis.asyncio clients."""
+    _keys, _args = _obliterate_call(
+        queue,
+        keys,
+        count,
+        force,
+    )
+    _reply = await _OBLITERATE.run_async(client, _keys, _args)
+    return cast(int, _OBLITERATE.result(_reply))
+
+
+def obliterate_pipeline(
+    pipe: PipelineClient,
+    *,
+    count: int,
+    force: bool,
+    queue: str | None = None,
+    keys: ObliterateKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _obliterate_call(
+        queue,
+        keys,
+        count,
+        force,
+    )
+    _index = _OBLITERATE.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_OBLITERATE, _index, None)
+
+
+class PaginateKeys(NamedTuple):
+    """The keys of paginate-1, in KEYS order."""
+
+    record: str
+    """The record (emq:{q}:<job_id>:<part>)"""
+
+
+PaginatePart = Literal["dependencies", "processed", "failed", "unsuccessful"]
+"""The values of `part`."""
+_PAGINATE_PART: tuple[str, ...] = get_args(PaginatePart)
+
+_PAGINATE = Script(
+    ScriptSpec(
+        name="paginate",
+        script_id="paginate-1",
+        num_keys=1,
+        sha1="571ee8bac5406bcd3960de87e97de44582506b6b",
+        returns="tuple[string, int, list[string]]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=("emq:{q}:<job_id>:<part>",),
+    ),
+    BY_CODE,
+)
+
+
+def paginate_keys(
+    queue: str,
+    job_id: str,
+    part: PaginatePart,
+) -> PaginateKeys:
+    """The keys of paginate-1 for `queue` and the ids they name."""
+    _script = "paginate-1"
+    runtime.id_arg(_script, "job_id", job_id)
+    runtime.enum_arg(_script, "part", part, _PAGINATE_PART)
+    _built = _PAGINATE.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+            "part": part,
+        },
+    )
+    return PaginateKeys(*_built)
+
+
+def _paginate_call(
+    queue: str | None,
+    keys: PaginateKeys | None,
+    job_id: str,
+    part: PaginatePart,
+    cursor: str,
+    count: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "paginate-1"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.enum_arg(_script, "part", part, _PAGINATE_PART),
+        runtime.string_arg(_script, "cursor", cursor, "non-empty"),
+        runtime.int_arg(_script, "count", count, low=1, high=10000),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _PAGINATE.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+                "part": part,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 1)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def paginate(
+    client: SyncClient,
+    *,
+    job_id: str,
+    part: PaginatePart,
+    cursor: str,
+    count: int,
+    queue: str | None = None,
+    keys: PaginateKeys | None = None,
+) -> tuple[str, int, list[str]]:
+    """Reads one of a parent's records of its children, a scan page a call.
+
+    SSCAN, HSCAN or ZSCAN from a cursor: its pending children (dependencies), completed
+    children and their values (processed), ignored children and their reasons (failed), or
+    failed children and when they failed (unsuccessful). Children are named by their job
+    keys. It only reads.
+
+    Args:
+        job_id (id): the parent's id
+        part (enum(dependencies|processed|failed|unsuccessful)): which record
+        cursor (string(non-empty)): the scan's cursor: "0" to start, then what the last call
+        answered
+        count (int(1..10000)): the scan's COUNT: about how many entries a call reads
+
+    Returns:
+        tuple[string, int, list[string]]: the cursor for the next call ("0": the walk is
+        over), how many entries the record holds, and the page: members (dependencies), or
+        each entry's key and value (processed and failed: the value; unsuccessful: the
+        score)
+    """
+    _keys, _args = _paginate_call(
+        queue,
+        keys,
+        job_id,
+        part,
+        cursor,
+        count,
+    )
+    _reply = _PAGINATE.run(client, _keys, _args)
+    return cast(tuple[str, int, list[str]], _PAGINATE.result(_reply, job_id))
+
+
+async def paginate_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    part: PaginatePart,
+    cursor: str,
+    count: int,
+    queue: str | None = None,
+    keys: PaginateKeys | None = None,
+) -> tuple[str, int, list[str]]:
+    """`paginate` for redis.asyncio clients."""
+    _keys, _args = _paginate_call(
+        queue,
+        keys,
+        job_id,
+        part,
+        cursor,
+        count,
+    )
+    _reply = await _PAGINATE.run_async(client, _keys, _args)
+    return cast(tuple[str, int, list[str]], _PAGINATE.result(_reply, job_id))
+
+
+def paginate_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    part: PaginatePart,
+    cursor: str,
+    count: int,
+    queue: str | None = None,
+    keys: PaginateKeys | None = None,
+) -> Pending[tuple[str, int, list[str]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _paginate_call(
+        queue,
+        keys,
+        job_id,
+        part,
+        cursor,
+        count,
+    )
+    _index = _PAGINATE.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_PAGINATE, _index, job_id)
+
+
 class PauseKeys(NamedTuple):
     """The keys of pause-5, in KEYS order."""
 
@@ -5481,6 +6630,156 @@ def remove_job_scheduler_pipeline(
     )
     _index = _REMOVE_JOB_SCHEDULER.add_to_pipeline(pipe, _keys, _args)
     return Pending(_REMOVE_JOB_SCHEDULER, _index, None)
+
+
+class RemoveOrphanedJobsKeys(NamedTuple):
+    """The keys of removeOrphanedJobs-8, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    active: str
+    """The active list (emq:{q}:active)"""
+    delayed: str
+    """The delayed set (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    completed: str
+    """The completed set (emq:{q}:completed)"""
+    failed: str
+    """The failed set (emq:{q}:failed)"""
+    waiting_children: str
+    """The waiting-children set (emq:{q}:waiting-children)"""
+
+
+_REMOVE_ORPHANED_JOBS = Script(
+    ScriptSpec(
+        name="removeOrphanedJobs",
+        script_id="removeOrphanedJobs-8",
+        num_keys=8,
+        sha1="7f990287acac5655f097799b1606ea4be7b79ec2",
+        returns="tuple[string, list[string]]",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:active",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:completed",
+            "emq:{q}:failed",
+            "emq:{q}:waiting-children",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def remove_orphaned_jobs_keys(
+    queue: str,
+) -> RemoveOrphanedJobsKeys:
+    """The keys of removeOrphanedJobs-8 for `queue`."""
+    _built = _REMOVE_ORPHANED_JOBS.keys_for(queue)
+    return RemoveOrphanedJobsKeys(*_built)
+
+
+def _remove_orphaned_jobs_call(
+    queue: str | None,
+    keys: RemoveOrphanedJobsKeys | None,
+    cursor: str,
+    count: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "removeOrphanedJobs-8"
+    _encoded: list[bytes] = [
+        runtime.string_arg(_script, "cursor", cursor, "non-empty"),
+        runtime.int_arg(_script, "count", count, low=1, high=10000),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _REMOVE_ORPHANED_JOBS.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def remove_orphaned_jobs(
+    client: SyncClient,
+    *,
+    cursor: str,
+    count: int,
+    queue: str | None = None,
+    keys: RemoveOrphanedJobsKeys | None = None,
+) -> tuple[str, list[str]]:
+    """Removes the queue's orphaned jobs, a bounded SCAN batch a call.
+
+    Orphans are job hashes, and a job's companion keys, whose id no state key holds (left by
+    a crash, or by a client that wrote around the scripts). Walks the keyspace with SCAN
+    from a cursor and answers the next one: on a Redis Cluster, SCAN sees only the node the
+    script runs on, which is the queue's.
+
+    Args:
+        cursor (string(non-empty)): the SCAN cursor, "0" to start, then what the last call
+        answered
+        count (int(1..10000)): the SCAN COUNT: about how many keys the call looks at
+
+    Returns:
+        tuple[string, list[string]]: the cursor for the next call ("0": the walk is over),
+        and the ids of the jobs removed
+    """
+    _keys, _args = _remove_orphaned_jobs_call(
+        queue,
+        keys,
+        cursor,
+        count,
+    )
+    _reply = _REMOVE_ORPHANED_JOBS.run(client, _keys, _args)
+    return cast(tuple[str, list[str]], _REMOVE_ORPHANED_JOBS.result(_reply))
+
+
+async def remove_orphaned_jobs_async(
+    client: AsyncClient,
+    *,
+    cursor: str,
+    count: int,
+    queue: str | None = None,
+    keys: RemoveOrphanedJobsKeys | None = None,
+) -> tuple[str, list[str]]:
+    """`remove_orphaned_jobs` for redis.asyncio clients."""
+    _keys, _args = _remove_orphaned_jobs_call(
+        queue,
+        keys,
+        cursor,
+        count,
+    )
+    _reply = await _REMOVE_ORPHANED_JOBS.run_async(client, _keys, _args)
+    return cast(tuple[str, list[str]], _REMOVE_ORPHANED_JOBS.result(_reply))
+
+
+def remove_orphaned_jobs_pipeline(
+    pipe: PipelineClient,
+    *,
+    cursor: str,
+    count: int,
+    queue: str | None = None,
+    keys: RemoveOrphanedJobsKeys | None = None,
+) -> Pending[tuple[str, list[str]]]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _remove_orphaned_jobs_call(
+        queue,
+        keys,
+        cursor,
+        count,
+    )
+    _index = _REMOVE_ORPHANED_JOBS.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_REMOVE_ORPHANED_JOBS, _index, None)
 
 
 class RemoveRateLimitKeyKeys(NamedTuple):
@@ -6618,9 +7917,12 @@ SCRIPTS: tuple[Script, ...] = (
     _ADD_LOG,
     _ADD_PRIORITIZED_JOB,
     _ADD_STANDARD_JOB,
+    _CLEAN_JOBS_IN_SET,
+    _DRAIN,
     _EXTEND_LOCK,
     _EXTEND_LOCKS,
     _GET_COUNTS,
+    _GET_COUNTS_PER_PRIORITY,
     _GET_DEDUPLICATION_JOB_ID,
     _GET_DEPENDENCIES,
     _GET_DEPENDENCY_COUNTS,
@@ -6630,7 +7932,9 @@ SCRIPTS: tuple[Script, ...] = (
     _GET_JOB_SCHEDULER,
     _GET_JOB_SCHEDULERS,
     _GET_JOB_STATE,
+    _GET_JOBS,
     _GET_METRICS,
+    _GET_RANGES,
     _GET_RATE_LIMIT_TTL,
     _IS_FINISHED,
     _IS_JOB_IN_LIST,
@@ -6640,6 +7944,8 @@ SCRIPTS: tuple[Script, ...] = (
     _MOVE_TO_DELAYED,
     _MOVE_TO_FINISHED,
     _MOVE_TO_WAITING_CHILDREN,
+    _OBLITERATE,
+    _PAGINATE,
     _PAUSE,
     _RATE_LIMIT,
     _RELEASE_LOCK,
@@ -6647,6 +7953,7 @@ SCRIPTS: tuple[Script, ...] = (
     _REMOVE_DEDUPLICATION_KEY,
     _REMOVE_JOB,
     _REMOVE_JOB_SCHEDULER,
+    _REMOVE_ORPHANED_JOBS,
     _REMOVE_RATE_LIMIT_KEY,
     _REMOVE_UNPROCESSED_CHILDREN,
     _SAVE_STACKTRACE,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1447,6 +1447,173 @@ class QueueModel:
         self.marker_taken = False
         self._emit("paused" if pausing else "resumed", "")
         return 1
+
+    # -- the walks over a whole state or queue ---------------------------------------------
+
+    def _list_of(self, state: str) -> list[str]:
+        return {"wait": self.wait, "paused": self.paused_list, "active": self.active}[state]
+
+    def _scored_of(self, state: str) -> dict[str, Any]:
+        scored: dict[str, dict[str, Any]] = {
+            "delayed": self.delayed,
+            "prioritized": self.prioritized,
+            "completed": self.completed,
+            "failed": self.failed,
+            "waiting-children": self.waiting_children,
+        }
+        return scored[state]
+
+    def _by_rank(self, state: str) -> list[str]:
+        """A sorted set's members in Redis's order: by score, then by the member's bytes."""
+        if state == "prioritized":
+            return self.prioritized_order()
+        scored = self._scored_of(state)
+        return sorted(scored, key=lambda j: (scored[j], j.encode()))
+
+    def _scheduler_iteration(self, job: Job) -> bool:
+        """includes/schedulerIteration.lua."""
+        owner = self.schedulers.get(job.scheduler or "")
+        return owner is not None and iteration_id(job.scheduler or "", owner.next) == job.id
+
+    def _old_enough(self, job: Job, state: str, cutoff: int) -> bool:
+        """cleanJobsInSet-5's test of a job read from a list or by rank."""
+        if self._scheduler_iteration(job) or (state == "active" and job.lock is not None):
+            return False
+        times = {
+            "delayed": (job.processed_on, job.timestamp),
+            "prioritized": (job.timestamp,),
+        }.get(state, (job.finished_on, job.processed_on, job.timestamp))
+        first = next((t for t in times if t is not None), None)
+        return first is None or first <= cutoff
+
+    def clean_jobs_in_set(
+        self, state: str, now: int, grace: int, limit: int, cursor: int
+    ) -> tuple[int, list[str]]:
+        """cleanJobsInSet-5."""
+        cutoff = now - grace
+        place = cursor - 1 if cursor > 0 else 0
+        if state in ("completed", "failed", "waiting-children"):
+            scored = self._scored_of(state)
+            in_range = [j for j in self._by_rank(state) if scored[j] <= cutoff]
+            window = in_range[place : place + limit]
+            removed = list(window)
+            more = place + len(window) < len(in_range)
+        elif state in ("wait", "paused", "active"):
+            listed = self._list_of(state)
+            end = max(len(listed) - place, 0)
+            window = listed[max(end - limit, 0) : end]
+            more = place + len(window) < len(listed)
+            removed = [j for j in reversed(window) if self._old_enough(self.jobs[j], state, cutoff)]
+        else:
+            ranked = self._by_rank(state)
+            window = ranked[place : place + limit]
+            more = place + len(window) < len(ranked)
+            removed = [j for j in window if self._old_enough(self.jobs[j], state, cutoff)]
+        gone = [self._erase(job_id, state) for job_id in removed]
+        for job in gone:
+            self._emit("removed", job.id, "prev", state)
+        for job in gone:
+            self._leave_parent(job)
+        self._emit("cleaned", "", "count", len(removed))
+        return (place + len(window) - len(removed) + 1 if more else 0), removed
+
+    def obliterate(self, count: int, force: bool) -> int:
+        """obliterate-20."""
+        if not self.paused:
+            return 2
+        if self.active and not force:
+            return 3
+        budget = count
+        for state in keys.STATES:
+            if state in ("wait", "paused", "active"):
+                taken = self._list_of(state)[:budget]
+            else:
+                taken = self._by_rank(state)[:budget]
+            for job_id in taken:
+                self._erase(job_id, state)
+            budget -= len(taken)
+        by_next = sorted(self.schedulers, key=lambda s: (self.schedulers[s].next, s.encode()))
+        for scheduler_id in by_next[:budget]:
+            del self.schedulers[scheduler_id]
+        if self.jobs or self.schedulers:
+            return 1
+        self.events, self.paused, self.limiter, self.id_counter, self.pc = [], False, 0, 0, 0
+        self.metrics = {"completed": Metrics(), "failed": Metrics()}
+        # The queue's own limits were in its meta hash; the marker went too.
+        self.queue_concurrency = self.queue_max = self.queue_duration = 0
+        self.marker_taken = False
+        return 0
+
+    def drain(self, delayed: bool, count: int) -> int:
+        """drain-5."""
+        budget, removed = count, 0
+        states = ["wait", "paused", *(["delayed"] if delayed else []), "prioritized"]
+        while True:
+            drained = 0
+            for state in states:
+                listed = self._list_of(state) if state in ("wait", "paused") else None
+                ordered = list(listed) if listed is not None else self._by_rank(state)
+                taken = [j for j in ordered if not self._scheduler_iteration(self.jobs[j])]
+                gone = [self._erase(j, state) for j in taken[:budget]]
+                for job in gone:
+                    self._leave_parent(job)
+                budget -= len(gone)
+                drained += len(gone)
+            removed += drained
+            if drained == 0 or budget == 0:
+                return removed
+
+    def get_ranges(self, start: int, end: int, asc: bool, states: Sequence[str]) -> list[list[str]]:
+        """getRanges-8."""
+        ranges = []
+        for state in states:
+            if state in ("wait", "paused", "active"):
+                ordered = list(reversed(self._list_of(state)))  # the tail, taken first, first
+            else:
+                ordered = self._by_rank(state)
+            ordered = ordered if asc else ordered[::-1]
+            ranges.append(ordered[start : None if end == -1 else end + 1])
+        return ranges
+
+    def get_counts_per_priority(self, priorities: list[int]) -> list[int]:
+        """getCountsPerPriority-3."""
+        return [
+            len(self.wait) + len(self.paused_list)
+            if p == 0
+            else sum(1 for priority, _ in self.prioritized.values() if priority == p)
+            for p in priorities
+        ]
+
+    def orphan(self, job_id: str) -> None:
+        """A crash left the job's hash with no state holding its id: only removeOrphanedJobs-8
+        finds it, and removes it with its data (includes/eraseJob.lua)."""
+        self._erase(job_id, self.jobs[job_id].state)
+
+    def record(self, job_id: str, part: str) -> dict[str, str]:
+        """What paginate-1's pages of a parent's record add up to, as pairs: a pending child's
+        key to "" (a set has members only), a child's key to its value, reason or failure time.
+        A job that is gone has no records."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return {}
+        records: dict[str, Mapping[str, object]] = {
+            "dependencies": dict.fromkeys(job.pending, ""),
+            "processed": job.processed,
+            "failed": job.ignored,
+            "unsuccessful": job.unsuccessful,
+        }
+        return {self.job_key(c): str(v) for c, v in records[part].items()}
+
+    def _erase(self, job_id: str, state: str) -> Job:
+        """A job a walk takes out of `state`, with its data (includes/eraseJob.lua)."""
+        if state in ("wait", "paused", "active"):
+            self._list_of(state).remove(job_id)
+        else:
+            del self._scored_of(state)[job_id]
+        self.stalled.discard(job_id)
+        job = self.jobs.pop(job_id)
+        self._release_dedup(job)
+        return job
 
     # -- what a test does by hand ---------------------------------------------------------
 
