@@ -27,6 +27,7 @@ from scriptcost import (
     OverheadRow,
 )
 from timing import Measurement
+from walks import WalkRow
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -358,6 +359,27 @@ def bulk_table(rows: Sequence[BulkRow]) -> str:
         for r in rows
     ]
     return table(header, body)
+
+
+def walk_table(rows: Sequence[WalkRow]) -> str:
+    header = ["walk", "jobs", "calls", "longest ms", "median ms", "total s", "redis us/job"]
+    body = [
+        [
+            r.walk,
+            str(r.jobs),
+            str(r.calls),
+            f"{r.longest_ms:.1f}",
+            f"{r.median_ms:.1f}",
+            f"{r.total_s:.1f}",
+            f"{r.redis_usec_per_job:.1f}",
+        ]
+        for r in rows
+    ]
+    return table(header, body)
+
+
+def walk_json(rows: Sequence[WalkRow]) -> list[dict[str, Any]]:
+    return [_rounded(asdict(r)) for r in rows]
 
 
 def _rounded(value: Any) -> Any:

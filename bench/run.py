@@ -302,9 +302,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=["all", "build", "scripts"],
+        choices=["all", "build", "scripts", "walks"],
         default="all",
-        help="the build rows, the script-cost rows (Redis, BullMQ), or both (default)",
+        help="the build rows, the script-cost rows (Redis, BullMQ), the walks on a large queue,"
+        " or all of them (default)",
+    )
+    parser.add_argument(
+        "--walk-jobs", type=int, default=200_000, help="jobs in the queue a walk empties"
+    )
+    parser.add_argument(
+        "--walk-batch", type=int, default=1000, help="a walk's batch: jobs a call (default 1000)"
     )
     parser.add_argument(
         "--rounds", type=_runs, default=7, help="script-cost rounds, >= 5 (default 7)"
@@ -376,14 +383,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             outcome = run_all(bench, args)
         sections.append(_summary(info, args.sizes, outcome))
         results.update(_json(outcome))
-    if args.only in ("all", "scripts"):
+    # The parts that need a redis-server (and the bench extra): each a section and a JSON key.
+    servers: list[tuple[str, str, Callable[[argparse.Namespace], tuple[str, Any]]]] = [
+        ("scripts", "script_cost", script_cost),
+        ("walks", "walks", walk_rows),
+    ]
+    for part, key, measure in servers:
+        if args.only not in ("all", part):
+            continue
         try:
-            text, data = script_cost(args)
+            text, data = measure(args)
         except ScriptBenchUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         sections.append(text)
-        results["script_cost"] = data
+        results[key] = data
     info["load_average_after"] = list(os.getloadavg())
     print("\n\n".join(sections))
     args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
@@ -511,6 +525,27 @@ def script_cost(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         **report.script_cost_json(overhead, cycles, instructions, bulk, flow, operations),
     }
     return text, data
+
+
+def walk_rows(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]]:
+    """The longest single call of the bounded walks on a large queue (bench/walks.py)."""
+    try:
+        import server
+        import walks
+    except ImportError as exc:
+        raise ScriptBenchUnavailable(
+            f"{exc.name} is missing: install the bench extra (pip install -e '.[bench]')"
+        ) from None
+    try:
+        with server.pinned_server() as pinned:
+            rows = walks.walks(pinned.server.port, args.walk_jobs, args.walk_batch, _progress)
+    except server.RedisUnavailable as exc:
+        raise ScriptBenchUnavailable(str(exc)) from None
+    head = (
+        f"walks on a queue of {args.walk_jobs} jobs, {args.walk_batch} a call, each call timed"
+        f" (redis-server {pinned.version} on CPU {pinned.server_cpus})"
+    )
+    return f"{head}\n{report.walk_table(rows)}", report.walk_json(rows)
 
 
 def _operations() -> list[Any]:

@@ -1,0 +1,121 @@
+"""The walks over a whole state or queue on a large queue: the longest single call.
+
+How to read the numbers: a queue of `--walk-jobs` jobs (200,000 by default) is filled through
+the generated pipeline wrappers, untimed; then one walk runs to its end, call after call, each
+call timed alone (wall time in this process, from before the wrapper is called to after it
+returns, so it holds the round trip too). `longest ms` is the slowest call of the walk: what a
+walk makes every other client of the server wait at most, against Redis's 5 s
+`busy-reply-threshold`. `redis us/job` is the server's own time inside EVALSHA for the whole
+walk (`INFO commandstats`), per job removed. Each walk runs on a fresh queue.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import redis
+
+from echomq_scripts.generated import scripts as emq
+
+QUEUE = "walk"
+FILL_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class WalkRow:
+    walk: str  # the script and its batch
+    jobs: int
+    calls: int
+    longest_ms: float
+    median_ms: float
+    total_s: float
+    redis_usec_per_job: float
+
+
+def _fill(client: redis.Redis, jobs: int, now: int) -> None:
+    """`jobs` jobs in wait, added through the pipeline wrapper in batches (not timed)."""
+    for first in range(0, jobs, FILL_BATCH):
+        pipe = client.pipeline(transaction=False)
+        for i in range(first, min(first + FILL_BATCH, jobs)):
+            emq.add_standard_job_pipeline(
+                pipe,
+                queue=QUEUE,
+                job_id="",
+                name="job",
+                data=json.dumps({"n": i}, separators=(",", ":")),
+                opts={},
+                now=now,
+                dedup_id="",
+            )
+        pipe.execute()
+
+
+def _walk(client: redis.Redis, name: str, jobs: int, step: Callable[[], bool]) -> WalkRow:
+    """Calls `step` until it says the walk is over, timing each call."""
+    client.config_resetstat()
+    times: list[float] = []
+    more = True
+    while more:
+        start = time.perf_counter()
+        more = step()
+        times.append(time.perf_counter() - start)
+    stats = client.info("commandstats").get("cmdstat_evalsha", {})
+    if stats.get("calls") != len(times):
+        raise RuntimeError(
+            f"{name}: the server counted {stats.get('calls')} calls, not {len(times)}"
+        )
+    left = client.llen(f"emq:{{{QUEUE}}}:wait") + client.llen(f"emq:{{{QUEUE}}}:paused")
+    if left:
+        raise RuntimeError(f"{name}: {left} jobs left after the walk")
+    return WalkRow(
+        name,
+        jobs,
+        len(times),
+        max(times) * 1000,
+        statistics.median(times) * 1000,
+        sum(times),
+        stats["usec"] / jobs,
+    )
+
+
+def walks(port: int, jobs: int, batch: int, progress: Callable[[str], None]) -> list[WalkRow]:
+    """cleanJobsInSet-5 on wait, then obliterate-20, each on `jobs` jobs, `batch` a call."""
+    client = redis.Redis(host="127.0.0.1", port=port)
+    now = round(time.time() * 1000)
+    rows = []
+    try:
+        client.flushall()
+        progress(f"walks: filling a queue of {jobs} jobs")
+        _fill(client, jobs, now)
+        cursor = 0
+
+        def clean() -> bool:
+            nonlocal cursor
+            cursor, _ = emq.clean_jobs_in_set(
+                client, queue=QUEUE, state="wait", now=now, grace=0, limit=batch, cursor=cursor
+            )
+            return cursor != 0
+
+        progress("walks: cleanJobsInSet-5")
+        rows.append(_walk(client, f"cleanJobsInSet-5, wait, limit {batch}", jobs, clean))
+        client.flushall()
+        progress(f"walks: filling a queue of {jobs} jobs")
+        _fill(client, jobs, now)
+        emq.pause(client, queue=QUEUE, action="pause")
+        progress("walks: obliterate-20")
+        rows.append(
+            _walk(
+                client,
+                f"obliterate-20, count {batch}",
+                jobs,
+                lambda: emq.obliterate(client, queue=QUEUE, count=batch, force=False) == 1,
+            )
+        )
+        client.flushall()
+    finally:
+        client.close()
+    return rows
