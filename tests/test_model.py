@@ -55,6 +55,7 @@ LOCK_MS = 60_000
 LIMIT_MS = 60_000  # the rate limiter's window: longer than a sequence runs
 CUSTOM_IDS = ["a", "b", "c", "7", "8"]  # numbers too: generated ids must skip them
 DEDUP_IDS = ["d1", "d2"]
+OUTCOMES: tuple[Literal["completed", "failed"], ...] = ("completed", "failed")
 SCHEDULER_IDS = ["s1", "s2"]
 RETENTION_RULES: list[object] = [
     None,
@@ -239,6 +240,12 @@ class QueueMachine(RuleBasedStateMachine):
 
     def active_jobs(self) -> list[str]:
         return sorted(self.model.active)
+
+    def token_for(self, job_id: str, own_token: bool) -> str:
+        """The token that holds the job's lock, or with `own_token` False (or no holder) a new
+        one: a call from a worker that does not hold the job."""
+        holder = self.model.jobs[job_id].lock
+        return holder if own_token and holder is not None else self.new_token()
 
     def held(self) -> list[str]:
         return sorted(j for j in self.model.active if self.model.jobs[j].lock is not None)
@@ -497,8 +504,7 @@ class QueueMachine(RuleBasedStateMachine):
         own_token: bool,
     ) -> None:
         job_id = data.draw(st.sampled_from(self.active_jobs()))
-        holder = self.model.jobs[job_id].lock
-        token = holder if own_token and holder is not None else self.new_token()
+        token = self.token_for(job_id, own_token)
         now = self.now
         # A worker with a metrics series, or without; a custom backoff's delay, computed.
         max_metrics = data.draw(st.sampled_from([0, 0, 3]))
@@ -580,8 +586,7 @@ class QueueMachine(RuleBasedStateMachine):
         job_id = data.draw(st.sampled_from(self.active_jobs()))
         if data.draw(st.sampled_from([True, True, False]), label="adds children first"):
             self.send_flow(data.draw(flows()), job_id)
-        holder = self.model.jobs[job_id].lock
-        token = holder if own_token and holder is not None else self.new_token()
+        token = self.token_for(job_id, own_token)
         pending = sorted(self.model.jobs[job_id].pending)
         child = data.draw(st.sampled_from(pending)) if one and pending else ""
         now = self.now
@@ -599,6 +604,119 @@ class QueueMachine(RuleBasedStateMachine):
         got = again()
         assert got == model()
         self.remember(again, got, model, "plain")
+
+    @precondition(lambda self: self.model.active)
+    @rule(
+        data=st.data(),
+        how=st.sampled_from(["retryJob", "moveJobFromActiveToWait"]),
+        own_token=st.sampled_from([True] * 5 + [False]),
+    )
+    def give_a_job_back(self, data: st.DataObject, how: str, own_token: bool) -> None:
+        """A worker sends its job back to run again: retryJob-12 (a failure retried at once) or
+        moveJobFromActiveToWait-11 (given back unrun, first in line)."""
+        job_id = data.draw(st.sampled_from(self.active_jobs()))
+        token = self.token_for(job_id, own_token)
+        now = self.now
+
+        def again() -> Any:
+            if how == "retryJob":
+                return call(
+                    lambda: g.retry_job(
+                        self.r,
+                        queue=QUEUE,
+                        job_id=job_id,
+                        token=token,
+                        now=now,
+                        reason=f"again-{now}",
+                        stacktrace="",
+                    )
+                )
+            got = call(
+                lambda: g.move_job_from_active_to_wait(
+                    self.r, queue=QUEUE, job_id=job_id, token=token
+                )
+            )
+            if got > 0:  # the limiter's time to live, which the server's clock sets
+                assert got <= LIMIT_MS
+                return "limited"
+            return got
+
+        def model() -> Any:
+            if how == "retryJob":
+                return self.model.retry_job(job_id, token, now, f"again-{now}")
+            return self.model.move_job_from_active_to_wait(job_id, token)
+
+        got = again()
+        assert got == model()
+        self.remember(again, got, model, "plain")
+
+    @precondition(lambda self: self.model.jobs)
+    @rule(
+        data=st.data(),
+        what=st.sampled_from(
+            ["promote", "changePriority", "changeDelay", "reprocessJob", "moveJobsToWait"]
+        ),
+    )
+    def move_by_hand(self, data: st.DataObject, what: str) -> None:
+        """One job, or a batch, moved by hand: promote-8, changePriority-6, changeDelay-4,
+        reprocessJob-8 or moveJobsToWait-8, mostly on jobs in the state each takes."""
+        model = self.model
+        got: Any
+        want: Any
+        if what == "moveJobsToWait":
+            outcome = data.draw(st.sampled_from(OUTCOMES))
+            count = data.draw(st.sampled_from([1, 2, 5]))
+            timestamp = self.now - data.draw(st.sampled_from([0, 0, 100, 1000]))
+            got = g.move_jobs_to_wait(
+                self.r, queue=QUEUE, outcome=outcome, count=count, timestamp=timestamp
+            )
+            assert got == model.move_jobs_to_wait(outcome, count, timestamp)
+            self.last = None
+            return
+        takes = {
+            "promote": sorted(model.delayed),
+            "changePriority": sorted([*model.wait, *model.paused_list, *model.prioritized]),
+            "changeDelay": sorted(model.delayed),
+            "reprocessJob": sorted([*model.completed, *model.failed]),
+        }[what]
+        mostly = bool(takes) and data.draw(st.integers(0, 4)) > 0
+        job_id = data.draw(st.sampled_from(takes if mostly else [*sorted(model.jobs), "ghost"]))
+        if what == "promote":
+            got = call(lambda: g.promote(self.r, queue=QUEUE, job_id=job_id))
+            want = model.promote(job_id)
+        elif what == "changePriority":
+            priority = data.draw(st.sampled_from([0, 0, 1, 2, 4]))
+            lifo = data.draw(st.booleans())
+            got = call(
+                lambda: g.change_priority(
+                    self.r, queue=QUEUE, job_id=job_id, priority=priority, lifo=lifo
+                )
+            )
+            want = model.change_priority(job_id, priority, lifo)
+        elif what == "changeDelay":
+            delay = data.draw(st.sampled_from([0, 5, 100, 5000]))
+            got = call(
+                lambda: g.change_delay(
+                    self.r, queue=QUEUE, job_id=job_id, delay=delay, now=self.now
+                )
+            )
+            want = model.change_delay(job_id, delay, self.now)
+        else:
+            found = model.jobs.get(job_id)
+            # The set it is in, mostly; a job in neither, or the other set, answers -3.
+            finished = found is not None and found.state == "completed"
+            if data.draw(st.integers(0, 4)) == 0:
+                finished = not finished
+            outcome = OUTCOMES[0] if finished else OUTCOMES[1]
+            reset = data.draw(st.booleans())
+            got = call(
+                lambda: g.reprocess_job(
+                    self.r, queue=QUEUE, job_id=job_id, outcome=outcome, reset_attempts=reset
+                )
+            )
+            want = model.reprocess_job(job_id, outcome, reset)
+        assert got == want
+        self.last = None
 
     @precondition(lambda self: self.model.jobs)
     @rule(data=st.data())

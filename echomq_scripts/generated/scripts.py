@@ -1189,6 +1189,308 @@ def add_standard_job_pipeline(
     return Pending(_ADD_STANDARD_JOB, _index, job_id)
 
 
+class ChangeDelayKeys(NamedTuple):
+    """The keys of changeDelay-4, in KEYS order."""
+
+    delayed: str
+    """The delayed set, scored by run-at (emq:{q}:delayed)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_CHANGE_DELAY = Script(
+    ScriptSpec(
+        name="changeDelay",
+        script_id="changeDelay-4",
+        num_keys=4,
+        sha1="7eff1f62edee41e0db02698b2218d8d964c91a97",
+        returns="int",
+        codes=(-1, -3),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:delayed",
+            "emq:{q}:meta",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def change_delay_keys(
+    queue: str,
+) -> ChangeDelayKeys:
+    """The keys of changeDelay-4 for `queue`."""
+    _built = _CHANGE_DELAY.keys_for(queue)
+    return ChangeDelayKeys(*_built)
+
+
+def _change_delay_call(
+    queue: str | None,
+    keys: ChangeDelayKeys | None,
+    job_id: str,
+    delay: int,
+    now: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "changeDelay-4"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.int_arg(_script, "delay", delay, low=0),
+        runtime.int_arg(_script, "now", now, low=0),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _CHANGE_DELAY.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 4)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def change_delay(
+    client: SyncClient,
+    *,
+    job_id: str,
+    delay: int,
+    now: int,
+    queue: str | None = None,
+    keys: ChangeDelayKeys | None = None,
+) -> int:
+    """Gives a delayed job a new delay, counted from now: it becomes due at now + delay, its
+    hash's
+
+    delay is the new one, and idle workers are woken for then.
+
+    Args:
+        job_id (id): the job's id
+        delay (int(0..)): milliseconds from now until the job is due
+        now (int(0..)): the caller's clock, in milliseconds
+
+    Returns:
+        int: 0 when the delay was changed
+
+    Raises:
+        JobNotExist: the script returned -1.
+        JobNotInState: the script returned -3.
+    """
+    _keys, _args = _change_delay_call(
+        queue,
+        keys,
+        job_id,
+        delay,
+        now,
+    )
+    _reply = _CHANGE_DELAY.run(client, _keys, _args)
+    return cast(int, _CHANGE_DELAY.result(_reply, job_id))
+
+
+async def change_delay_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    delay: int,
+    now: int,
+    queue: str | None = None,
+    keys: ChangeDelayKeys | None = None,
+) -> int:
+    """`change_delay` for redis.asyncio clients."""
+    _keys, _args = _change_delay_call(
+        queue,
+        keys,
+        job_id,
+        delay,
+        now,
+    )
+    _reply = await _CHANGE_DELAY.run_async(client, _keys, _args)
+    return cast(int, _CHANGE_DELAY.result(_reply, job_id))
+
+
+def change_delay_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    delay: int,
+    now: int,
+    queue: str | None = None,
+    keys: ChangeDelayKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _change_delay_call(
+        queue,
+        keys,
+        job_id,
+        delay,
+        now,
+    )
+    _index = _CHANGE_DELAY.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_CHANGE_DELAY, _index, job_id)
+
+
+class ChangePriorityKeys(NamedTuple):
+    """The keys of changePriority-6, in KEYS order."""
+
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_CHANGE_PRIORITY = Script(
+    ScriptSpec(
+        name="changePriority",
+        script_id="changePriority-6",
+        num_keys=6,
+        sha1="81a7a777fcc13bf9a74ec17bbfc95a68b3d698c6",
+        returns="int",
+        codes=(-1,),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:prioritized",
+            "emq:{q}:pc",
+            "emq:{q}:meta",
+            "emq:{q}:marker",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def change_priority_keys(
+    queue: str,
+) -> ChangePriorityKeys:
+    """The keys of changePriority-6 for `queue`."""
+    _built = _CHANGE_PRIORITY.keys_for(queue)
+    return ChangePriorityKeys(*_built)
+
+
+def _change_priority_call(
+    queue: str | None,
+    keys: ChangePriorityKeys | None,
+    job_id: str,
+    priority: int,
+    lifo: bool,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "changePriority-6"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.int_arg(_script, "priority", priority, low=0, high=2097151),
+        runtime.bool_arg(_script, "lifo", lifo),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _CHANGE_PRIORITY.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 6)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def change_priority(
+    client: SyncClient,
+    *,
+    job_id: str,
+    priority: int,
+    lifo: bool,
+    queue: str | None = None,
+    keys: ChangePriorityKeys | None = None,
+) -> int:
+    """Gives a job a new priority (0: none). A job waiting to run (in wait, paused or
+    prioritized)
+
+    moves to where that priority puts it: prioritized, last of its priority, or with lifo
+    first of it; with none, wait (paused while the queue is paused), last in line, or with
+    lifo next. A job in any other state only has its hash's priority changed: it is read
+    when the job next becomes ready (a delayed job due, a retry, a parent released).
+
+    Args:
+        job_id (id): the job's id
+        priority (int(0..2097151)): the new priority: 1 runs first, 0 is none
+        lifo (bool): first of its priority (or next in wait) instead of last
+
+    Returns:
+        int: 0 when the priority was changed
+
+    Raises:
+        JobNotExist: the script returned -1.
+    """
+    _keys, _args = _change_priority_call(
+        queue,
+        keys,
+        job_id,
+        priority,
+        lifo,
+    )
+    _reply = _CHANGE_PRIORITY.run(client, _keys, _args)
+    return cast(int, _CHANGE_PRIORITY.result(_reply, job_id))
+
+
+async def change_priority_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    priority: int,
+    lifo: bool,
+    queue: str | None = None,
+    keys: ChangePriorityKeys | None = None,
+) -> int:
+    """`change_priority` for redis.asyncio clients."""
+    _keys, _args = _change_priority_call(
+        queue,
+        keys,
+        job_id,
+        priority,
+        lifo,
+    )
+    _reply = await _CHANGE_PRIORITY.run_async(client, _keys, _args)
+    return cast(int, _CHANGE_PRIORITY.result(_reply, job_id))
+
+
+def change_priority_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    priority: int,
+    lifo: bool,
+    queue: str | None = None,
+    keys: ChangePriorityKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _change_priority_call(
+        queue,
+        keys,
+        job_id,
+        priority,
+        lifo,
+    )
+    _index = _CHANGE_PRIORITY.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_CHANGE_PRIORITY, _index, job_id)
+
+
 class CleanJobsInSetKeys(NamedTuple):
     """The keys of cleanJobsInSet-5, in KEYS order."""
 
@@ -4235,6 +4537,358 @@ def is_maxed_pipeline(
     return Pending(_IS_MAXED, _index, None)
 
 
+class MoveJobFromActiveToWaitKeys(NamedTuple):
+    """The keys of moveJobFromActiveToWait-11, in KEYS order."""
+
+    active: str
+    """The active list (emq:{q}:active)"""
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    stalled: str
+    """The stalled set (emq:{q}:stalled)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    limiter: str
+    """The rate limiter's counter (emq:{q}:limiter)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+    lock: str
+    """The job's lock (emq:{q}:<job_id>:lock)"""
+
+
+_MOVE_JOB_FROM_ACTIVE_TO_WAIT = Script(
+    ScriptSpec(
+        name="moveJobFromActiveToWait",
+        script_id="moveJobFromActiveToWait-11",
+        num_keys=11,
+        sha1="40d266e50dbd5f14a9647dbede08c9f531a45b99",
+        returns="int",
+        codes=(-1, -2, -3, -6),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:active",
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:prioritized",
+            "emq:{q}:stalled",
+            "emq:{q}:meta",
+            "emq:{q}:limiter",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+            "emq:{q}:<job_id>",
+            "emq:{q}:<job_id>:lock",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def move_job_from_active_to_wait_keys(
+    queue: str,
+    job_id: str,
+) -> MoveJobFromActiveToWaitKeys:
+    """The keys of moveJobFromActiveToWait-11 for `queue` and the ids they name."""
+    _script = "moveJobFromActiveToWait-11"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _MOVE_JOB_FROM_ACTIVE_TO_WAIT.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return MoveJobFromActiveToWaitKeys(*_built)
+
+
+def _move_job_from_active_to_wait_call(
+    queue: str | None,
+    keys: MoveJobFromActiveToWaitKeys | None,
+    job_id: str,
+    token: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "moveJobFromActiveToWait-11"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "token", token, "non-empty"),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _MOVE_JOB_FROM_ACTIVE_TO_WAIT.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 11)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def move_job_from_active_to_wait(
+    client: SyncClient,
+    *,
+    job_id: str,
+    token: str,
+    queue: str | None = None,
+    keys: MoveJobFromActiveToWaitKeys | None = None,
+) -> int:
+    """A worker gives an active job back without running it (a rate-limit error, say): the job
+
+    leaves active and goes where workers take it next, first in line (with a priority, first
+    among the jobs of its priority; paused while the queue is paused). Its attempts made do
+    not change. Answers the rate limiter's wait, so the worker knows how long to hold off.
+    Re-sent after it landed, the call answers the limiter's wait again.
+
+    Args:
+        job_id (id): the job's id
+        token (string(non-empty)): the worker's lock token
+
+    Returns:
+        int: the ms until the rate limiter allows a pickup, 0 when it does now
+
+    Raises:
+        JobNotExist: the script returned -1.
+        JobLockNotExist: the script returned -2.
+        JobNotInState: the script returned -3.
+        JobLockMismatch: the script returned -6.
+    """
+    _keys, _args = _move_job_from_active_to_wait_call(
+        queue,
+        keys,
+        job_id,
+        token,
+    )
+    _reply = _MOVE_JOB_FROM_ACTIVE_TO_WAIT.run(client, _keys, _args)
+    return cast(int, _MOVE_JOB_FROM_ACTIVE_TO_WAIT.result(_reply, job_id))
+
+
+async def move_job_from_active_to_wait_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    token: str,
+    queue: str | None = None,
+    keys: MoveJobFromActiveToWaitKeys | None = None,
+) -> int:
+    """`move_job_from_active_to_wait` for redis.asyncio clients."""
+    _keys, _args = _move_job_from_active_to_wait_call(
+        queue,
+        keys,
+        job_id,
+        token,
+    )
+    _reply = await _MOVE_JOB_FROM_ACTIVE_TO_WAIT.run_async(client, _keys, _args)
+    return cast(int, _MOVE_JOB_FROM_ACTIVE_TO_WAIT.result(_reply, job_id))
+
+
+def move_job_from_active_to_wait_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    token: str,
+    queue: str | None = None,
+    keys: MoveJobFromActiveToWaitKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _move_job_from_active_to_wait_call(
+        queue,
+        keys,
+        job_id,
+        token,
+    )
+    _index = _MOVE_JOB_FROM_ACTIVE_TO_WAIT.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_MOVE_JOB_FROM_ACTIVE_TO_WAIT, _index, job_id)
+
+
+class MoveJobsToWaitKeys(NamedTuple):
+    """The keys of moveJobsToWait-8, in KEYS order."""
+
+    finished: str
+    """The completed or the failed set (emq:{q}:<outcome>)"""
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+MoveJobsToWaitOutcome = Literal["completed", "failed"]
+"""The values of `outcome`."""
+_MOVE_JOBS_TO_WAIT_OUTCOME: tuple[str, ...] = get_args(MoveJobsToWaitOutcome)
+
+_MOVE_JOBS_TO_WAIT = Script(
+    ScriptSpec(
+        name="moveJobsToWait",
+        script_id="moveJobsToWait-8",
+        num_keys=8,
+        sha1="f346eda3feb30119e621227e3c0e18a62e7f50b6",
+        returns="int",
+        codes=(),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:<outcome>",
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:prioritized",
+            "emq:{q}:pc",
+            "emq:{q}:meta",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def move_jobs_to_wait_keys(
+    queue: str,
+    outcome: MoveJobsToWaitOutcome,
+) -> MoveJobsToWaitKeys:
+    """The keys of moveJobsToWait-8 for `queue` and the ids they name."""
+    _script = "moveJobsToWait-8"
+    runtime.enum_arg(_script, "outcome", outcome, _MOVE_JOBS_TO_WAIT_OUTCOME)
+    _built = _MOVE_JOBS_TO_WAIT.keys_for(
+        queue,
+        {
+            "outcome": outcome,
+        },
+    )
+    return MoveJobsToWaitKeys(*_built)
+
+
+def _move_jobs_to_wait_call(
+    queue: str | None,
+    keys: MoveJobsToWaitKeys | None,
+    outcome: MoveJobsToWaitOutcome,
+    count: int,
+    timestamp: int,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "moveJobsToWait-8"
+    _encoded: list[bytes] = [
+        runtime.enum_arg(_script, "outcome", outcome, _MOVE_JOBS_TO_WAIT_OUTCOME),
+        runtime.int_arg(_script, "count", count, low=1, high=1000),
+        runtime.int_arg(_script, "timestamp", timestamp, low=0),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _MOVE_JOBS_TO_WAIT.keys_for(
+            queue,
+            {
+                "outcome": outcome,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def move_jobs_to_wait(
+    client: SyncClient,
+    *,
+    outcome: MoveJobsToWaitOutcome,
+    count: int,
+    timestamp: int,
+    queue: str | None = None,
+    keys: MoveJobsToWaitKeys | None = None,
+) -> int:
+    """Runs finished jobs again in bulk: the completed or failed jobs that finished at
+    `timestamp`
+
+    or before, oldest first, at most `count` a call, each as reprocessJob sends one back
+    (its attempts made kept). Answers whether more remain, so a caller calls again until 0:
+    one call stays short however many jobs there are.
+
+    Args:
+        outcome (enum(completed|failed)): the set to take jobs from
+        count (int(1..1000)): the most jobs this call moves
+        timestamp (int(0..)): only jobs that finished at this time or before, ms
+
+    Returns:
+        int: 1 when more such jobs remain, 0 when none does
+    """
+    _keys, _args = _move_jobs_to_wait_call(
+        queue,
+        keys,
+        outcome,
+        count,
+        timestamp,
+    )
+    _reply = _MOVE_JOBS_TO_WAIT.run(client, _keys, _args)
+    return cast(int, _MOVE_JOBS_TO_WAIT.result(_reply))
+
+
+async def move_jobs_to_wait_async(
+    client: AsyncClient,
+    *,
+    outcome: MoveJobsToWaitOutcome,
+    count: int,
+    timestamp: int,
+    queue: str | None = None,
+    keys: MoveJobsToWaitKeys | None = None,
+) -> int:
+    """`move_jobs_to_wait` for redis.asyncio clients."""
+    _keys, _args = _move_jobs_to_wait_call(
+        queue,
+        keys,
+        outcome,
+        count,
+        timestamp,
+    )
+    _reply = await _MOVE_JOBS_TO_WAIT.run_async(client, _keys, _args)
+    return cast(int, _MOVE_JOBS_TO_WAIT.result(_reply))
+
+
+def move_jobs_to_wait_pipeline(
+    pipe: PipelineClient,
+    *,
+    outcome: MoveJobsToWaitOutcome,
+    count: int,
+    timestamp: int,
+    queue: str | None = None,
+    keys: MoveJobsToWaitKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _move_jobs_to_wait_call(
+        queue,
+        keys,
+        outcome,
+        count,
+        timestamp,
+    )
+    _index = _MOVE_JOBS_TO_WAIT.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_MOVE_JOBS_TO_WAIT, _index, None)
+
+
 class MoveStalledJobsToWaitKeys(NamedTuple):
     """The keys of moveStalledJobsToWait-8, in KEYS order."""
 
@@ -5766,6 +6420,147 @@ def pause_pipeline(
     return Pending(_PAUSE, _index, None)
 
 
+class PromoteKeys(NamedTuple):
+    """The keys of promote-8, in KEYS order."""
+
+    delayed: str
+    """The delayed set, scored by run-at (emq:{q}:delayed)"""
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+_PROMOTE = Script(
+    ScriptSpec(
+        name="promote",
+        script_id="promote-8",
+        num_keys=8,
+        sha1="5b01c563d340b4509b7f620b494f5dbe6ccf50e8",
+        returns="int",
+        codes=(-1, -3),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:delayed",
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:prioritized",
+            "emq:{q}:pc",
+            "emq:{q}:meta",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+    ),
+    BY_CODE,
+)
+
+
+def promote_keys(
+    queue: str,
+) -> PromoteKeys:
+    """The keys of promote-8 for `queue`."""
+    _built = _PROMOTE.keys_for(queue)
+    return PromoteKeys(*_built)
+
+
+def _promote_call(
+    queue: str | None,
+    keys: PromoteKeys | None,
+    job_id: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "promote-8"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _PROMOTE.keys_for(queue)
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def promote(
+    client: SyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: PromoteKeys | None = None,
+) -> int:
+    """Promotes a delayed job: it becomes due now, and goes where pickup puts a due delayed job
+
+    (prioritized with a priority, else wait, or paused while the queue is paused), with the
+    event pickup appends for it. Its hash's delay becomes 0.
+
+    Args:
+        job_id (id): the job's id
+
+    Returns:
+        int: 0 when the job was promoted
+
+    Raises:
+        JobNotExist: the script returned -1.
+        JobNotInState: the script returned -3.
+    """
+    _keys, _args = _promote_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = _PROMOTE.run(client, _keys, _args)
+    return cast(int, _PROMOTE.result(_reply, job_id))
+
+
+async def promote_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: PromoteKeys | None = None,
+) -> int:
+    """`promote` for redis.asyncio clients."""
+    _keys, _args = _promote_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _reply = await _PROMOTE.run_async(client, _keys, _args)
+    return cast(int, _PROMOTE.result(_reply, job_id))
+
+
+def promote_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    queue: str | None = None,
+    keys: PromoteKeys | None = None,
+) -> Pending[int]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _promote_call(
+        queue,
+        keys,
+        job_id,
+    )
+    _index = _PROMOTE.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_PROMOTE, _index, job_id)
+
+
 class RateLimitKeys(NamedTuple):
     """The keys of rateLimit-1, in KEYS order."""
 
@@ -7047,6 +7842,393 @@ def remove_unprocessed_children_pipeline(
     return Pending(_REMOVE_UNPROCESSED_CHILDREN, _index, job_id)
 
 
+class ReprocessJobKeys(NamedTuple):
+    """The keys of reprocessJob-8, in KEYS order."""
+
+    finished: str
+    """The completed or the failed set (emq:{q}:<outcome>)"""
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+
+
+ReprocessJobOutcome = Literal["completed", "failed"]
+"""The values of `outcome`."""
+_REPROCESS_JOB_OUTCOME: tuple[str, ...] = get_args(ReprocessJobOutcome)
+
+_REPROCESS_JOB = Script(
+    ScriptSpec(
+        name="reprocessJob",
+        script_id="reprocessJob-8",
+        num_keys=8,
+        sha1="d37cf484e3d8e0a157a5beb5ab5a6763f87f6f01",
+        returns="string",
+        codes=(-1, -3),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:<outcome>",
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:prioritized",
+            "emq:{q}:pc",
+            "emq:{q}:meta",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def reprocess_job_keys(
+    queue: str,
+    outcome: ReprocessJobOutcome,
+) -> ReprocessJobKeys:
+    """The keys of reprocessJob-8 for `queue` and the ids they name."""
+    _script = "reprocessJob-8"
+    runtime.enum_arg(_script, "outcome", outcome, _REPROCESS_JOB_OUTCOME)
+    _built = _REPROCESS_JOB.keys_for(
+        queue,
+        {
+            "outcome": outcome,
+        },
+    )
+    return ReprocessJobKeys(*_built)
+
+
+def _reprocess_job_call(
+    queue: str | None,
+    keys: ReprocessJobKeys | None,
+    job_id: str,
+    outcome: ReprocessJobOutcome,
+    reset_attempts: bool,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "reprocessJob-8"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.enum_arg(_script, "outcome", outcome, _REPROCESS_JOB_OUTCOME),
+        runtime.bool_arg(_script, "reset_attempts", reset_attempts),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _REPROCESS_JOB.keys_for(
+            queue,
+            {
+                "outcome": outcome,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 8)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def reprocess_job(
+    client: SyncClient,
+    *,
+    job_id: str,
+    outcome: ReprocessJobOutcome,
+    reset_attempts: bool,
+    queue: str | None = None,
+    keys: ReprocessJobKeys | None = None,
+) -> str:
+    """Runs a finished job again: a completed or failed job goes back where a ready job goes
+
+    (prioritized with a priority, else wait, or paused while the queue is paused), without
+    its finish (finishedOn, processedOn, and returnvalue or failedReason), its attempts made
+    kept or, with reset_attempts, back to 0. A parent that recorded its finish waits for it
+    again. A job in completed or failed holds no lock: every finish deletes it.
+
+    Args:
+        job_id (id): the job's id
+        outcome (enum(completed|failed)): the set the job must be in
+        reset_attempts (bool): set its attempts made back to 0
+
+    Returns:
+        string: where the job went: "wait", "paused" or "prioritized"
+
+    Raises:
+        JobNotExist: the script returned -1.
+        JobNotInState: the script returned -3.
+    """
+    _keys, _args = _reprocess_job_call(
+        queue,
+        keys,
+        job_id,
+        outcome,
+        reset_attempts,
+    )
+    _reply = _REPROCESS_JOB.run(client, _keys, _args)
+    return cast(str, _REPROCESS_JOB.result(_reply, job_id))
+
+
+async def reprocess_job_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    outcome: ReprocessJobOutcome,
+    reset_attempts: bool,
+    queue: str | None = None,
+    keys: ReprocessJobKeys | None = None,
+) -> str:
+    """`reprocess_job` for redis.asyncio clients."""
+    _keys, _args = _reprocess_job_call(
+        queue,
+        keys,
+        job_id,
+        outcome,
+        reset_attempts,
+    )
+    _reply = await _REPROCESS_JOB.run_async(client, _keys, _args)
+    return cast(str, _REPROCESS_JOB.result(_reply, job_id))
+
+
+def reprocess_job_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    outcome: ReprocessJobOutcome,
+    reset_attempts: bool,
+    queue: str | None = None,
+    keys: ReprocessJobKeys | None = None,
+) -> Pending[str]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _reprocess_job_call(
+        queue,
+        keys,
+        job_id,
+        outcome,
+        reset_attempts,
+    )
+    _index = _REPROCESS_JOB.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_REPROCESS_JOB, _index, job_id)
+
+
+class RetryJobKeys(NamedTuple):
+    """The keys of retryJob-12, in KEYS order."""
+
+    active: str
+    """The active list (emq:{q}:active)"""
+    wait: str
+    """The wait list (emq:{q}:wait)"""
+    paused: str
+    """The paused list (emq:{q}:paused)"""
+    delayed: str
+    """The delayed set, scored by run-at (emq:{q}:delayed)"""
+    prioritized: str
+    """The prioritized set (emq:{q}:prioritized)"""
+    pc: str
+    """The counter that orders jobs of one priority (emq:{q}:pc)"""
+    stalled: str
+    """The stalled set (emq:{q}:stalled)"""
+    meta: str
+    """The queue's meta hash (emq:{q}:meta)"""
+    events: str
+    """The event stream (emq:{q}:events)"""
+    marker: str
+    """The marker idle workers block on (emq:{q}:marker)"""
+    job: str
+    """The job's hash (emq:{q}:<job_id>)"""
+    lock: str
+    """The job's lock (emq:{q}:<job_id>:lock)"""
+
+
+_RETRY_JOB = Script(
+    ScriptSpec(
+        name="retryJob",
+        script_id="retryJob-12",
+        num_keys=12,
+        sha1="ec5229169c4dcc22f3d05c4bd89c171f6f5e3f11",
+        returns="string",
+        codes=(-1, -2, -3, -6),
+        package="echomq_scripts.generated",
+        templates=(
+            "emq:{q}:active",
+            "emq:{q}:wait",
+            "emq:{q}:paused",
+            "emq:{q}:delayed",
+            "emq:{q}:prioritized",
+            "emq:{q}:pc",
+            "emq:{q}:stalled",
+            "emq:{q}:meta",
+            "emq:{q}:events",
+            "emq:{q}:marker",
+            "emq:{q}:<job_id>",
+            "emq:{q}:<job_id>:lock",
+        ),
+        text_args=(),
+    ),
+    BY_CODE,
+)
+
+
+def retry_job_keys(
+    queue: str,
+    job_id: str,
+) -> RetryJobKeys:
+    """The keys of retryJob-12 for `queue` and the ids they name."""
+    _script = "retryJob-12"
+    runtime.id_arg(_script, "job_id", job_id)
+    _built = _RETRY_JOB.keys_for(
+        queue,
+        {
+            "job_id": job_id,
+        },
+    )
+    return RetryJobKeys(*_built)
+
+
+def _retry_job_call(
+    queue: str | None,
+    keys: RetryJobKeys | None,
+    job_id: str,
+    token: str,
+    now: int,
+    reason: str,
+    stacktrace: str,
+) -> tuple[Sequence[str | bytes], list[bytes]]:
+    _script = "retryJob-12"
+    _encoded: list[bytes] = [
+        runtime.id_arg(_script, "job_id", job_id),
+        runtime.string_arg(_script, "token", token, "non-empty"),
+        runtime.int_arg(_script, "now", now, low=0),
+        runtime.string_arg(_script, "reason", reason),
+        runtime.string_arg(_script, "stacktrace", stacktrace),
+    ]
+    _checked: Sequence[str | bytes]
+    if keys is None:
+        if queue is None:
+            raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
+        # Built from the header's templates, which hold one {q}: one slot by construction.
+        _checked = _RETRY_JOB.keys_for(
+            queue,
+            {
+                "job_id": job_id,
+            },
+        )
+    elif queue is not None:
+        raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
+    else:
+        _checked = runtime.check_keys(_script, keys, 12)
+        runtime.check_one_slot(_script, _checked)
+    return _checked, _encoded
+
+
+def retry_job(
+    client: SyncClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    reason: str,
+    stacktrace: str,
+    queue: str | None = None,
+    keys: RetryJobKeys | None = None,
+) -> str:
+    """Retries an active job now, without a backoff: the worker that holds its lock gives it
+    back
+
+    with the failure's reason and stack trace, and it goes where a ready job goes
+    (prioritized with a priority, else wait, or paused while the queue is paused), its
+    attempts made up by one. Delayed jobs already due are promoted first, so they run before
+    it. Re-sent after it landed, the call answers where the job went again.
+
+    Args:
+        job_id (id): the job's id
+        token (string(non-empty)): the worker's lock token
+        now (int(0..)): the caller's clock, in milliseconds
+        reason (string): the failure's reason
+        stacktrace (string): the failure's stack trace, or ""
+
+    Returns:
+        string: where the job went: "wait", "paused" or "prioritized"
+
+    Raises:
+        JobNotExist: the script returned -1.
+        JobLockNotExist: the script returned -2.
+        JobNotInState: the script returned -3.
+        JobLockMismatch: the script returned -6.
+    """
+    _keys, _args = _retry_job_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        reason,
+        stacktrace,
+    )
+    _reply = _RETRY_JOB.run(client, _keys, _args)
+    return cast(str, _RETRY_JOB.result(_reply, job_id))
+
+
+async def retry_job_async(
+    client: AsyncClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    reason: str,
+    stacktrace: str,
+    queue: str | None = None,
+    keys: RetryJobKeys | None = None,
+) -> str:
+    """`retry_job` for redis.asyncio clients."""
+    _keys, _args = _retry_job_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        reason,
+        stacktrace,
+    )
+    _reply = await _RETRY_JOB.run_async(client, _keys, _args)
+    return cast(str, _RETRY_JOB.result(_reply, job_id))
+
+
+def retry_job_pipeline(
+    pipe: PipelineClient,
+    *,
+    job_id: str,
+    token: str,
+    now: int,
+    reason: str,
+    stacktrace: str,
+    queue: str | None = None,
+    keys: RetryJobKeys | None = None,
+) -> Pending[str]:
+    """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
+    _keys, _args = _retry_job_call(
+        queue,
+        keys,
+        job_id,
+        token,
+        now,
+        reason,
+        stacktrace,
+    )
+    _index = _RETRY_JOB.add_to_pipeline(pipe, _keys, _args)
+    return Pending(_RETRY_JOB, _index, job_id)
+
+
 class SaveStacktraceKeys(NamedTuple):
     """The keys of saveStacktrace-1, in KEYS order."""
 
@@ -7917,6 +9099,8 @@ SCRIPTS: tuple[Script, ...] = (
     _ADD_LOG,
     _ADD_PRIORITIZED_JOB,
     _ADD_STANDARD_JOB,
+    _CHANGE_DELAY,
+    _CHANGE_PRIORITY,
     _CLEAN_JOBS_IN_SET,
     _DRAIN,
     _EXTEND_LOCK,
@@ -7939,6 +9123,8 @@ SCRIPTS: tuple[Script, ...] = (
     _IS_FINISHED,
     _IS_JOB_IN_LIST,
     _IS_MAXED,
+    _MOVE_JOB_FROM_ACTIVE_TO_WAIT,
+    _MOVE_JOBS_TO_WAIT,
     _MOVE_STALLED_JOBS_TO_WAIT,
     _MOVE_TO_ACTIVE,
     _MOVE_TO_DELAYED,
@@ -7947,6 +9133,7 @@ SCRIPTS: tuple[Script, ...] = (
     _OBLITERATE,
     _PAGINATE,
     _PAUSE,
+    _PROMOTE,
     _RATE_LIMIT,
     _RELEASE_LOCK,
     _REMOVE_CHILD_DEPENDENCY,
@@ -7956,6 +9143,8 @@ SCRIPTS: tuple[Script, ...] = (
     _REMOVE_ORPHANED_JOBS,
     _REMOVE_RATE_LIMIT_KEY,
     _REMOVE_UNPROCESSED_CHILDREN,
+    _REPROCESS_JOB,
+    _RETRY_JOB,
     _SAVE_STACKTRACE,
     _SET_GLOBAL_CONCURRENCY,
     _SET_GLOBAL_RATE_LIMIT,

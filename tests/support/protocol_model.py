@@ -337,7 +337,9 @@ class QueueModel:
         ]
 
     def prioritized_order(self) -> list[str]:
-        return sorted(self.prioritized, key=lambda j: self.prioritized[j])
+        """Lowest score first; jobs of one score (first of their priority, with no counter) in
+        the byte order of their ids, as Redis orders them."""
+        return sorted(self.prioritized, key=lambda j: (self.prioritized[j], j.encode()))
 
     def held_job(self, token: str) -> str | None:
         held = self.tokens.get(token, ("",))[0]
@@ -366,6 +368,19 @@ class QueueModel:
     def _push_prioritized(self, job_id: str, priority: int) -> str:
         self.pc += 1
         self.prioritized[job_id] = (priority, self.pc % 2**32)
+        self._set_state(job_id, "prioritized")
+        return "prioritized"
+
+    def _push_next(self, job_id: str) -> str:
+        """includes/pushNext.lua: the tail of wait, or of paused while paused."""
+        state = "paused" if self.paused else "wait"
+        (self.paused_list if self.paused else self.wait).append(job_id)
+        self._set_state(job_id, state)
+        return state
+
+    def _push_prioritized_first(self, job_id: str, priority: int) -> str:
+        """includes/pushPrioritizedFirst.lua: the score of its priority with no counter."""
+        self.prioritized[job_id] = (priority, 0)
         self._set_state(job_id, "prioritized")
         return "prioritized"
 
@@ -1090,6 +1105,144 @@ class QueueModel:
         """isJobInList-1."""
         lists = {"wait": self.wait, "paused": self.paused_list, "active": self.active}
         return int(job_id in lists[state])
+
+    # -- moving one job, or a batch, by hand -----------------------------------------------
+
+    def promote(self, job_id: str) -> int:
+        """promote-8."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        if job_id not in self.delayed:
+            return -3
+        del self.delayed[job_id]
+        state = self._enqueue_ready_job(job_id)
+        job.delay = 0
+        self._emit("paused" if state == "paused" else "waiting", job_id, "prev", "delayed")
+        return 0
+
+    def change_priority(self, job_id: str, priority: int, lifo: bool) -> int:
+        """changePriority-6."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        job.priority = priority
+        if job_id in self.prioritized:
+            del self.prioritized[job_id]
+        elif job_id in self.wait:
+            self.wait.remove(job_id)
+        elif job_id in self.paused_list:
+            self.paused_list.remove(job_id)
+        else:
+            return 0
+        if priority == 0:
+            (self._push_next if lifo else self._push_ready)(job_id)
+        elif lifo:
+            self._push_prioritized_first(job_id, priority)
+        else:
+            self._push_prioritized(job_id, priority)
+        return 0
+
+    def change_delay(self, job_id: str, delay: int, now: int) -> int:
+        """changeDelay-4."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return -1
+        if job_id not in self.delayed:
+            return -3
+        job.delay = delay
+        self.delayed[job_id] = now + delay
+        self._emit("delayed", job_id, "delay", delay, "runAt", now + delay)
+        return 0
+
+    def _take_back(self, job_id: str, token: str, answers: tuple[str, ...]) -> int | str:
+        """includes/takeActiveJob.lua, after a re-sent call's answer from the token's record
+        (one of `answers`): 0 when the job left active, else the answer or the code."""
+        code = self._lock_code(job_id, token)
+        if code:
+            went = self._landed(job_id, token)
+            return went if went in answers else code
+        if job_id not in self.jobs:
+            return -1
+        if job_id not in self.active:
+            return -3
+        self._take_off_active(job_id)
+        return 0
+
+    def retry_job(self, job_id: str, token: str, now: int, reason: str) -> int | str:
+        """retryJob-12."""
+        taken = self._take_back(job_id, token, ("wait", "paused", "prioritized"))
+        if taken != 0:
+            return taken
+        job = self.jobs[job_id]
+        job.atm += 1
+        job.failed_reason = reason
+        self._promote_due(now)
+        went = self._enqueue_ready_job(job_id)
+        self._record_finish(token, job_id, went)
+        self._emit("paused" if went == "paused" else "waiting", job_id, "prev", "active")
+        return went
+
+    def move_job_from_active_to_wait(self, job_id: str, token: str) -> int | str:
+        """moveJobFromActiveToWait-11: "limited" stands for the limiter's time to live, which
+        the server's clock sets."""
+        taken = self._take_back(job_id, token, ("returned",))
+        if isinstance(taken, int) and taken < 0:
+            return taken
+        if taken == 0:
+            job = self.jobs[job_id]
+            if job.priority > 0:
+                went = self._push_prioritized_first(job_id, job.priority)
+            else:
+                went = self._push_next(job_id)
+            self._record_finish(token, job_id, "returned")
+            self._emit("paused" if went == "paused" else "waiting", job_id, "prev", "active")
+        return "limited" if self.limiter > 0 else 0
+
+    def _reprocess(self, job_id: str, outcome: str, reset_attempts: bool) -> str:
+        """includes/reprocessJob.lua."""
+        job = self.jobs[job_id]
+        del (self.completed if outcome == "completed" else self.failed)[job_id]
+        job.finished_on = job.processed_on = None
+        if outcome == "completed":
+            job.returnvalue = None
+        else:
+            job.failed_reason = None
+        if reset_attempts:
+            job.atm = 0
+        parent = self.jobs.get(job.parent) if job.parent is not None else None
+        if parent is not None:
+            if outcome == "completed":
+                recorded = parent.processed.pop(job_id, None) is not None
+            else:
+                recorded = (
+                    parent.unsuccessful.pop(job_id, None) is not None
+                    or parent.ignored.pop(job_id, None) is not None
+                )
+            if recorded:
+                parent.pending.add(job_id)
+        state = self._enqueue_ready_job(job_id)
+        self._emit("paused" if state == "paused" else "waiting", job_id, "prev", outcome)
+        return state
+
+    def reprocess_job(self, job_id: str, outcome: str, reset_attempts: bool) -> int | str:
+        """reprocessJob-8."""
+        if job_id not in self.jobs:
+            return -1
+        if job_id not in (self.completed if outcome == "completed" else self.failed):
+            return -3
+        return self._reprocess(job_id, outcome, reset_attempts)
+
+    def move_jobs_to_wait(self, outcome: str, count: int, timestamp: int) -> int:
+        """moveJobsToWait-8."""
+        finished = self.completed if outcome == "completed" else self.failed
+        due = sorted(
+            (j for j in finished if finished[j] <= timestamp),
+            key=lambda j: (finished[j], j.encode()),
+        )
+        for job_id in due[:count]:
+            self._reprocess(job_id, outcome, False)
+        return 1 if len(due) > count else 0
 
     # -- flows ----------------------------------------------------------------------------
 

@@ -1,0 +1,193 @@
+--- Runs finished jobs again in bulk: the completed or failed jobs that finished at `timestamp`
+--- or before, oldest first, at most `count` a call, each as reprocessJob sends one back (its
+--- attempts made kept). Answers whether more remain, so a caller calls again until 0: one call
+--- stays short however many jobs there are.
+--- @key finished     `emq:{q}:<outcome>`    the completed or the failed set
+--- @key wait         `emq:{q}:wait`         the wait list
+--- @key paused       `emq:{q}:paused`       the paused list
+--- @key prioritized  `emq:{q}:prioritized`  the prioritized set
+--- @key pc           `emq:{q}:pc`           the counter that orders jobs of one priority
+--- @key meta         `emq:{q}:meta`         the queue's meta hash
+--- @key events       `emq:{q}:events`       the event stream
+--- @key marker       `emq:{q}:marker`       the marker idle workers block on
+--- @arg outcome    enum(completed|failed)  the set to take jobs from
+--- @arg count      int(1..1000)            the most jobs this call moves
+--- @arg timestamp  int(0..)                only jobs that finished at this time or before, ms
+--- @return int  1 when more such jobs remain, 0 when none does
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
+end
+
+-- An integer argument that the script hands to Redis as the caller sent it (ZADD, HSET, PX):
+-- decimal digits only, from `low` up to `high` (nil: 2^53 - 1). Redis would refuse the text " 5"
+-- that tonumber reads, and only after the script's first write; and a number handed to
+-- redis.call costs a conversion to text. Returns the number, for sums.
+local function digitsArg(value, name, low, high)
+  if not string.find(value, "^%d+$") then
+    error(name .. " must be an integer from " .. low .. " to "
+      .. (high and tostring(high) or "2^53 - 1") .. " in decimal digits, got '" .. value .. "'")
+  end
+  return intArg(value, name, low, high)
+end
+-- An argument that must be one of the words given after `name`, as its header's enum(...) lists
+-- them: enumArg(ARGV[1], "action", "pause", "resume"). Returns the value. The words are compared
+-- one by one, without building a table of them: a call that passes costs a comparison or two.
+local function enumArg(value, name, ...)
+  local count = select("#", ...)
+  for i = 1, count do
+    if value == select(i, ...) then
+      return value
+    end
+  end
+  local words = "'" .. select(1, ...) .. "'"
+  for i = 2, count do
+    words = words .. (i == count and " or '" or ", '") .. select(i, ...) .. "'"
+  end
+  error(name .. " must be " .. words .. ", got '" .. tostring(value) .. "'")
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
+local function queuePrefix(key)
+  return string.match(key, "^(emq:{[^{}]*}:)")
+end
+
+-- The queue's prefix of `finishedKey`, which must be the queue's completed or failed key as
+-- `outcome` names it: the scripts that take jobs out of a finished set by the key a runtime
+-- passes refuse any other with a Lua error, before any write.
+local function finishedKeyPrefix(finishedKey, outcome)
+  local prefix = queuePrefix(finishedKey)
+  if not prefix or finishedKey ~= prefix .. outcome then
+    error("key " .. finishedKey .. " is not the queue's " .. outcome .. " key")
+  end
+  return prefix
+end
+-- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
+-- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
+local function emitEvent(eventsKey, metaKey, event, jobId, ...)
+  -- Handed to XADD as the text it is: a Lua number is printed again by redis.call, which costs
+  -- the server more than the whole check (make bench).
+  local maxEvents = redis.call("HGET", metaKey, "max-events")
+  if not maxEvents or not string.find(maxEvents, "^%d+$") then
+    maxEvents = "10000"
+  end
+  redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
+-- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
+-- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
+
+-- Lowers the marker to `dueAt`, adding it when missing. A busy queue's marker already says 0:
+-- reading it first spares the write (ZSCORE costs the server less than a ZADD that changes
+-- nothing).
+local function signalWork(markerKey, dueAt)
+  local score = redis.call("ZSCORE", markerKey, "next")
+  if not score or tonumber(score) > dueAt then
+    redis.call("ZADD", markerKey, dueAt, "next")
+  end
+end
+
+-- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
+-- are woken only when it is not).
+local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  redis.call("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  if not paused then
+    signalWork(markerKey, 0)
+  end
+  return "prioritized"
+end
+
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("LPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("LPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+
+-- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
+-- the state it went to.
+local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
+  if priority > 0 then
+    return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  end
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
+
+-- Sends a finished job (`outcome`: "completed" or "failed", the set `finishedKey` it is in) back
+-- to run again: out of its set, without the fields of its finish (finishedOn, processedOn, and
+-- returnvalue or failedReason; with `resetAttempts` its attempts made go back to 0), pending again
+-- for a parent that recorded it, and where a ready job goes, with a "waiting" (or "paused")
+-- event whose prev is the outcome. Returns the state it went to.
+local function reprocessJob(finishedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey,
+    eventsKey, metaKey, prefix, jobId, outcome, resetAttempts, paused)
+  local jobKey = prefix .. jobId
+  redis.call("ZREM", finishedKey, jobId)
+  redis.call("HDEL", jobKey, "finishedOn", "processedOn",
+    outcome == "completed" and "returnvalue" or "failedReason")
+  if resetAttempts then
+    redis.call("HSET", jobKey, "atm", "0") -- every job hash has atm
+  end
+  -- A parent that still exists and recorded the child's finish waits for it again.
+  local parentKey = redis.call("HGET", jobKey, "parentKey")
+  if parentKey and redis.call("EXISTS", parentKey) == 1 then
+    local recorded
+    if outcome == "completed" then
+      recorded = redis.call("HDEL", parentKey .. ":processed", jobKey) == 1
+    else
+      recorded = redis.call("ZREM", parentKey .. ":unsuccessful", jobKey) == 1
+        or redis.call("HDEL", parentKey .. ":failed", jobKey) == 1
+    end
+    if recorded then
+      redis.call("SADD", parentKey .. ":dependencies", jobKey)
+    end
+  end
+  local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "prev", outcome)
+  return state
+end
+
+local finishedKey, waitKey, pausedKey, prioritizedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local pcKey, metaKey, eventsKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local outcome = enumArg(ARGV[1], "outcome", "completed", "failed")
+local count, timestamp = intArg(ARGV[2], "count", 1, 1000), ARGV[3]
+digitsArg(timestamp, "timestamp", 0) -- handed to Redis as the caller sent it
+
+local prefix = finishedKeyPrefix(finishedKey, outcome)
+-- One more than a batch: whether any is left after it.
+local due = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", timestamp, "LIMIT", "0",
+  string.format("%d", count + 1))
+local paused = redis.call("HEXISTS", metaKey, "paused") == 1
+for i = 1, math.min(#due, count) do
+  reprocessJob(finishedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
+    metaKey, prefix, due[i], outcome, false, paused)
+end
+return #due > count and 1 or 0
