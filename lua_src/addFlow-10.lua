@@ -259,7 +259,8 @@ for i, node in ipairs(nodes) do
       emitEvent(eventsKey, metaKey, "waiting-children", id)
       parents[#parents + 1] = id
     else
-      enqueueNewJob(placeKeys, id, node.name, node.delay, node.runAt, node.priority, paused)
+      enqueueNewJob(placeKeys, id, node.name, node.delay, node.runAt, node.priority, paused,
+        node.opts)
     end
     replies[i] = { id, 1 }
   end

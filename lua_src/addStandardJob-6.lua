@@ -1,4 +1,5 @@
---- Adds a job that can run now: to wait, or to paused while the queue is paused.
+--- Adds a job that can run now: to wait, or to paused while the queue is paused; last in line,
+--- or with opts.lifo where workers take next.
 --- An existing custom id, or a deduplication id still held, adds nothing and answers that job's
 --- id. A job with a parent is added by addFlow.
 --- @key wait    `emq:{q}:wait`    the wait list
@@ -16,6 +17,8 @@
 --- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
+--- @include "includes/lifoOption"
+--- @include "includes/pushNext"
 --- @include "includes/pushReady"
 
 local waitKey, pausedKey, metaKey, idKey, eventsKey, markerKey =
@@ -25,7 +28,8 @@ local jobId, name, data, opts, now, dedupId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId, {})
 if added then
   local paused = redis.call("HEXISTS", metaKey, "paused") == 1
-  local state = pushReady(waitKey, pausedKey, markerKey, paused, id)
+  local push = lifoOption(opts) and pushNext or pushReady -- lifo: the job runs next
+  local state = push(waitKey, pausedKey, markerKey, paused, id)
   emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", id, "name", name)
 end
 return { id, added and 1 or 0 }

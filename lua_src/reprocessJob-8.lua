@@ -1,8 +1,9 @@
 --- Runs a finished job again: a completed or failed job goes back where a ready job goes
---- (prioritized with a priority, else wait, or paused while the queue is paused), without its
---- finish (finishedOn, processedOn, and returnvalue or failedReason), its attempts made kept or,
---- with reset_attempts, back to 0. A parent that recorded its finish waits for it again. A job
---- in completed or failed holds no lock: every finish deletes it.
+--- (prioritized with a priority, else wait, or paused while the queue is paused: last in line,
+--- or with opts.lifo next), without its finish (finishedOn, processedOn, and returnvalue or
+--- failedReason), its attempts made kept or, with reset_attempts, back to 0. A parent that
+--- recorded its finish waits for it again. A job in completed or failed holds no lock: every
+--- finish deletes it.
 --- @key finished     `emq:{q}:<outcome>`    the completed or the failed set
 --- @key wait         `emq:{q}:wait`         the wait list
 --- @key paused       `emq:{q}:paused`       the paused list

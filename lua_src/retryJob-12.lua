@@ -1,6 +1,7 @@
 --- Retries an active job now, without a backoff: the worker that holds its lock gives it back
 --- with the failure's reason and stack trace, and it goes where a ready job goes (prioritized
---- with a priority, else wait, or paused while the queue is paused), its attempts made up by one.
+--- with a priority, else wait, or paused while the queue is paused: last in line, or with
+--- opts.lifo next), its attempts made up by one.
 --- Delayed jobs already due are promoted first, so they run before it. Re-sent after it landed,
 --- the call answers where the job went again.
 --- @key active       `emq:{q}:active`         the active list
@@ -28,6 +29,7 @@
 --- @include "includes/emitEvent"
 --- @include "includes/enqueueReadyJob"
 --- @include "includes/landedFinish"
+--- @include "includes/lifoOption"
 --- @include "includes/nowArg"
 --- @include "includes/promoteDueJobs"
 --- @include "includes/queuePrefix"
@@ -58,7 +60,7 @@ local paused = redis.call("HEXISTS", metaKey, "paused") == 1
 promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
   metaKey, prefix, now, paused)
 local went = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-  paused)
+  paused, lifoOption(redis.call("HGET", jobKey, "opts")))
 recordFinish(prefix, token, jobId, went)
 emitEvent(eventsKey, metaKey, went == "paused" and "paused" or "waiting", jobId, "prev", "active")
 return went

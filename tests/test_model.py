@@ -106,6 +106,9 @@ def job_options(draw: st.DrawFn) -> dict[str, Any]:
         rule = draw(st.sampled_from([*RETENTION_RULES, None, None]))
         if rule is not None:
             opts[option] = rule
+    lifo = draw(st.sampled_from([None, None, None, True, False]))
+    if lifo is not None:
+        opts["lifo"] = lifo
     # A child's policy for its parent, or none (BullMQ's default); false reads as none.
     policy = draw(st.sampled_from([None, None, *POLICIES]))
     if policy is not None:
@@ -934,7 +937,7 @@ class QueueMachine(RuleBasedStateMachine):
         offset=st.sampled_from([0, 0, 3]),
         data=st.sampled_from(["{}", '{"v":2}']),
         priority=st.sampled_from([0, 0, 2]),
-        opts=st.sampled_from([{}, {"attempts": 2}, {"removeOnComplete": True}]),
+        opts=st.sampled_from([{}, {"attempts": 2}, {"removeOnComplete": True}, {"lifo": True}]),
     )
     def upsert_a_scheduler(
         self,

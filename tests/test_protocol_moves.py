@@ -462,3 +462,44 @@ def test_move_jobs_to_wait_refuses_another_set_and_a_bad_count(q: Queue) -> None
     with pytest.raises(LuaError, match="is not the queue's failed key"):
         q.raw("moveJobsToWait", call_keys, ["failed", "1", str(NOW)])
     assert q.check() == {"a": "failed"}
+
+
+# -- opts.lifo --------------------------------------------------------------------------------
+
+
+def test_a_lifo_add_runs_next_and_only_json_true_sets_it(q: Queue) -> None:
+    q.add("a")
+    q.add("b", opts={"lifo": True})
+    q.add("c", opts={"lifo": "true"})  # not JSON true: last in line
+    q.add_flow(q.node("f", opts={"lifo": True}))
+    assert q.items("wait") == ["f", "b", "a", "c"]
+    q.pause()
+    q.add("p", opts={"lifo": True})
+    assert q.items("paused") == ["p", "f", "b", "a", "c"]
+    q.add_prioritized("r", priority=1, opts={"lifo": True})  # a priority orders it instead
+    assert q.check()["r"] == "prioritized"
+
+
+def test_a_lifo_job_promoted_from_delayed_goes_last_in_line(q: Queue) -> None:
+    q.add_delayed("d", delay=10, opts={"lifo": True})
+    q.add_delayed("e", delay=60_000, opts={"lifo": True})
+    q.add("a")
+    assert promote(q, "e") == 0
+    assert q.take_id(now=NOW + 10, concurrency=1) == "a"
+    assert q.items("wait") == ["e", "d"]  # promoted as any due job, as BullMQ promotes it
+
+
+def test_a_lifo_job_run_again_goes_next(q: Queue) -> None:
+    q.add("l", opts={"lifo": True})
+    assert q.take_id() == "l"
+    q.add("a")
+    assert retry_job(q, "l") == "wait"
+    assert q.items("wait") == ["l", "a"]
+    assert q.take_id() == "l"
+    q.complete("l")
+    assert reprocess(q, "l", "completed") == "wait"
+    assert q.items("wait") == ["l", "a"]
+    assert q.take_id() == "l"
+    q.fail("l")
+    assert move_back(q, "failed", 10, NOW) == 0
+    assert q.items("wait") == ["l", "a"]

@@ -237,7 +237,7 @@ _ADD_FLOW = Script(
         name="addFlow",
         script_id="addFlow-10",
         num_keys=10,
-        sha1="c0a15cff6e10550116e4bcc9f13accad20a3ef90",
+        sha1="28f48587682cbd0093851a60315523cb51cea236",
         returns="list[tuple[string, int]]",
         codes=(-5, -7, -8),
         package="echomq_scripts.generated",
@@ -417,7 +417,7 @@ _ADD_JOB_SCHEDULER = Script(
         name="addJobScheduler",
         script_id="addJobScheduler-10",
         num_keys=10,
-        sha1="9a86cb4fe299513b17e4f8e4a87819a006e27dff",
+        sha1="071fed354c8ff20f5a4821f5a6ca0bf01ed715f7",
         returns="tuple[string, int]",
         codes=(-10, -11),
         package="echomq_scripts.generated",
@@ -1035,7 +1035,7 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="3157b88ea017b5341b3220f3c0d22ba8eb3ececa",
+        sha1="988fe2d3ddc8b18c9328b20d79b5e595baa80f20",
         returns="tuple[string, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1105,10 +1105,12 @@ def add_standard_job(
     queue: str | None = None,
     keys: AddStandardJobKeys | None = None,
 ) -> tuple[str, int]:
-    """Adds a job that can run now: to wait, or to paused while the queue is paused.
+    """Adds a job that can run now: to wait, or to paused while the queue is paused; last in
+    line,
 
-    An existing custom id, or a deduplication id still held, adds nothing and answers that
-    job's id. A job with a parent is added by addFlow.
+    or with opts.lifo where workers take next. An existing custom id, or a deduplication id
+    still held, adds nothing and answers that job's id. A job with a parent is added by
+    addFlow.
 
     Args:
         job_id (id?): a custom id, or "" to generate one
@@ -1517,7 +1519,7 @@ _CLEAN_JOBS_IN_SET = Script(
         name="cleanJobsInSet",
         script_id="cleanJobsInSet-5",
         num_keys=5,
-        sha1="eb08756326ba01ecc8db284d447ffacd26f79075",
+        sha1="d96f504139ff26e467dae715fc4e319302fbb711",
         returns="tuple[int, list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1701,7 +1703,7 @@ _DRAIN = Script(
         name="drain",
         script_id="drain-5",
         num_keys=5,
-        sha1="bbeb2c8071b47a302789aa5a2e8a4cc9c8263ab1",
+        sha1="e0b4f1de3234fb318e5b58d70ebfc7c4fa9d1d48",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -4744,7 +4746,7 @@ _MOVE_JOBS_TO_WAIT = Script(
         name="moveJobsToWait",
         script_id="moveJobsToWait-8",
         num_keys=8,
-        sha1="f346eda3feb30119e621227e3c0e18a62e7f50b6",
+        sha1="c06ffd848cdc7630803192af02bdcd2e29884b10",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -4915,7 +4917,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="f491127843cbce42a0a73e0e8ce294486a285d81",
+        sha1="49dcfa36d8ffd14a59c50986ea71448026ee8617",
         returns="tuple[list[string], list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -5074,7 +5076,7 @@ _MOVE_TO_ACTIVE = Script(
         name="moveToActive",
         script_id="moveToActive-11",
         num_keys=11,
-        sha1="fe7025654dee240a1bda1fee2b8fd80c6aaa9bb1",
+        sha1="875e1610f5972c93e2f6fa59519e162993f6896e",
         returns="tuple[string, hash, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -5478,7 +5480,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="4f5d159952f2867f94e5ccf36ef06174802b8b41",
+        sha1="e803eee85b08589d0f2696a9dc862380a83613c4",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
@@ -6446,7 +6448,7 @@ _PROMOTE = Script(
         name="promote",
         script_id="promote-8",
         num_keys=8,
-        sha1="5b01c563d340b4509b7f620b494f5dbe6ccf50e8",
+        sha1="870dbc7fe25e8e4b2f3ceafb98178fd940023aae",
         returns="int",
         codes=(-1, -3),
         package="echomq_scripts.generated",
@@ -6827,7 +6829,7 @@ _REMOVE_CHILD_DEPENDENCY = Script(
         name="removeChildDependency",
         script_id="removeChildDependency-2",
         num_keys=2,
-        sha1="79782c28669bb79a7265a325f5905e75c4cc9719",
+        sha1="21d73a8ad36e91fc3205d6227727a66a03016c9f",
         returns="int",
         codes=(-1, -5),
         package="echomq_scripts.generated",
@@ -7130,7 +7132,7 @@ _REMOVE_JOB = Script(
         name="removeJob",
         script_id="removeJob-13",
         num_keys=13,
-        sha1="fd7eb14ce035921ee758a0d586408417b8573b70",
+        sha1="69397ca94d074e66c8f236648ae1711552547483",
         returns="int",
         codes=(-1, -8),
         package="echomq_scripts.generated",
@@ -7708,7 +7710,7 @@ _REMOVE_UNPROCESSED_CHILDREN = Script(
         name="removeUnprocessedChildren",
         script_id="removeUnprocessedChildren-10",
         num_keys=10,
-        sha1="5fa0d01ffbfb4f9556e459bca3d099338d2074d0",
+        sha1="191e54517e586e361e2e2e90ea3bf8c3ad8fd754",
         returns="list[string]",
         codes=(-1,),
         package="echomq_scripts.generated",
@@ -7872,7 +7874,7 @@ _REPROCESS_JOB = Script(
         name="reprocessJob",
         script_id="reprocessJob-8",
         num_keys=8,
-        sha1="d37cf484e3d8e0a157a5beb5ab5a6763f87f6f01",
+        sha1="495f58802eccb223b56b070dc8fb0737d79da8df",
         returns="string",
         codes=(-1, -3),
         package="echomq_scripts.generated",
@@ -7951,10 +7953,11 @@ def reprocess_job(
 ) -> str:
     """Runs a finished job again: a completed or failed job goes back where a ready job goes
 
-    (prioritized with a priority, else wait, or paused while the queue is paused), without
-    its finish (finishedOn, processedOn, and returnvalue or failedReason), its attempts made
-    kept or, with reset_attempts, back to 0. A parent that recorded its finish waits for it
-    again. A job in completed or failed holds no lock: every finish deletes it.
+    (prioritized with a priority, else wait, or paused while the queue is paused: last in
+    line, or with opts.lifo next), without its finish (finishedOn, processedOn, and
+    returnvalue or failedReason), its attempts made kept or, with reset_attempts, back to 0.
+    A parent that recorded its finish waits for it again. A job in completed or failed holds
+    no lock: every finish deletes it.
 
     Args:
         job_id (id): the job's id
@@ -8055,7 +8058,7 @@ _RETRY_JOB = Script(
         name="retryJob",
         script_id="retryJob-12",
         num_keys=12,
-        sha1="ec5229169c4dcc22f3d05c4bd89c171f6f5e3f11",
+        sha1="73b26067efca268b9a681c6b7f8c8a015c76a4e4",
         returns="string",
         codes=(-1, -2, -3, -6),
         package="echomq_scripts.generated",
@@ -8146,9 +8149,10 @@ def retry_job(
     back
 
     with the failure's reason and stack trace, and it goes where a ready job goes
-    (prioritized with a priority, else wait, or paused while the queue is paused), its
-    attempts made up by one. Delayed jobs already due are promoted first, so they run before
-    it. Re-sent after it landed, the call answers where the job went again.
+    (prioritized with a priority, else wait, or paused while the queue is paused: last in
+    line, or with opts.lifo next), its attempts made up by one. Delayed jobs already due are
+    promoted first, so they run before it. Re-sent after it landed, the call answers where
+    the job went again.
 
     Args:
         job_id (id): the job's id
@@ -8783,7 +8787,7 @@ _UPDATE_JOB_SCHEDULER = Script(
         name="updateJobScheduler",
         script_id="updateJobScheduler-10",
         num_keys=10,
-        sha1="1582188f8287263642c241a7b80043248c837a8b",
+        sha1="8e6d91448ed1c52517d87afec145239ca5f4b254",
         returns="string",
         codes=(),
         package="echomq_scripts.generated",

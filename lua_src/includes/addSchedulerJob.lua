@@ -18,6 +18,6 @@ local function addSchedulerJob(keys, prefix, schedulerId, runAt, now, name, data
     fields[#fields + 1], fields[#fields + 2] = "priority", priority
   end
   createJob(prefix .. "id", prefix, jobId, name, data, opts, now, "", {}, fields, nil)
-  enqueueNewJob(keys, jobId, name, delay, delay > 0 and runAt or nil, priority, paused)
+  enqueueNewJob(keys, jobId, name, delay, delay > 0 and runAt or nil, priority, paused, opts)
   return jobId
 end

@@ -43,7 +43,7 @@ local function finishDedupId(prefix, jobId, dedupId, now)
         keys[#keys + 1] = prefix .. name
       end
       enqueueNewJob(keys, id, kept[1], delay, kept[5] and runAt or nil, priority,
-        redis.call("HEXISTS", prefix .. "meta", "paused") == 1)
+        redis.call("HEXISTS", prefix .. "meta", "paused") == 1, kept[3])
       return
     end
   end

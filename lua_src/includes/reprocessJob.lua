@@ -1,5 +1,6 @@
 --- @include "emitEvent"
 --- @include "enqueueReadyJob"
+--- @include "lifoOption"
 
 -- Sends a finished job (`outcome`: "completed" or "failed", the set `finishedKey` it is in) back
 -- to run again: out of its set, without the fields of its finish (finishedOn, processedOn, and
@@ -16,7 +17,8 @@ local function reprocessJob(finishedKey, waitKey, pausedKey, prioritizedKey, pcK
     redis.call("HSET", jobKey, "atm", "0") -- every job hash has atm
   end
   -- A parent that still exists and recorded the child's finish waits for it again.
-  local parentKey = redis.call("HGET", jobKey, "parentKey")
+  local stored = redis.call("HMGET", jobKey, "parentKey", "opts")
+  local parentKey = stored[1]
   if parentKey and redis.call("EXISTS", parentKey) == 1 then
     local recorded
     if outcome == "completed" then
@@ -30,7 +32,7 @@ local function reprocessJob(finishedKey, waitKey, pausedKey, prioritizedKey, pcK
     end
   end
   local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-    paused)
+    paused, lifoOption(stored[2]))
   emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "prev", outcome)
   return state
 end

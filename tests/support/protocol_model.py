@@ -136,6 +136,11 @@ class Job:
     ignored: dict[str, str] = field(default_factory=dict)  # :failed, child id -> its reason
     unsuccessful: dict[str, int] = field(default_factory=dict)  # child id -> when it failed
 
+    @property
+    def lifo(self) -> bool:
+        """includes/lifoOption.lua: opts.lifo is JSON true."""
+        return self.opts.get("lifo") is True
+
 
 POLICIES = (
     "failParentOnFailure",
@@ -384,11 +389,11 @@ class QueueModel:
         self._set_state(job_id, "prioritized")
         return "prioritized"
 
-    def _enqueue_ready_job(self, job_id: str) -> str:
+    def _enqueue_ready_job(self, job_id: str, lifo: bool = False) -> str:
         priority = self.jobs[job_id].priority
         if priority > 0:
             return self._push_prioritized(job_id, priority)
-        return self._push_ready(job_id)
+        return self._push_next(job_id) if lifo else self._push_ready(job_id)
 
     def _enqueue_new_job(self, job_id: str, delay: int, run_at: int | None) -> None:
         """includes/enqueueNewJob.lua: a new job to delayed when it has a run-at, else to
@@ -402,7 +407,7 @@ class QueueModel:
             self._push_prioritized(job_id, job.priority)
             self._emit("prioritized", job_id, "priority", job.priority)
         else:
-            state = self._push_ready(job_id)
+            state = self._push_next(job_id) if job.lifo else self._push_ready(job_id)
             self._emit("paused" if state == "paused" else "waiting", job_id, "name", job.name)
 
     def _new_id(self) -> str:
@@ -668,8 +673,7 @@ class QueueModel:
     def add_standard(self, **a: Any) -> tuple[str, int]:
         job_id, new = self._add(**a)
         if new:
-            state = self._push_ready(job_id)
-            self._emit("paused" if state == "paused" else "waiting", job_id, "name", a["name"])
+            self._enqueue_new_job(job_id, 0, None)  # no priority: to wait, or paused
         return job_id, int(new)
 
     def add_delayed(self, delay: int, **a: Any) -> tuple[str, int]:
@@ -1178,7 +1182,7 @@ class QueueModel:
         job.atm += 1
         job.failed_reason = reason
         self._promote_due(now)
-        went = self._enqueue_ready_job(job_id)
+        went = self._enqueue_ready_job(job_id, job.lifo)
         self._record_finish(token, job_id, went)
         self._emit("paused" if went == "paused" else "waiting", job_id, "prev", "active")
         return went
@@ -1221,7 +1225,7 @@ class QueueModel:
                 )
             if recorded:
                 parent.pending.add(job_id)
-        state = self._enqueue_ready_job(job_id)
+        state = self._enqueue_ready_job(job_id, job.lifo)
         self._emit("paused" if state == "paused" else "waiting", job_id, "prev", outcome)
         return state
 

@@ -90,11 +90,6 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
-end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
 
@@ -106,6 +101,23 @@ local function signalWork(markerKey, dueAt)
   if not score or tonumber(score) > dueAt then
     redis.call("ZADD", markerKey, dueAt, "next")
   end
+end
+
+-- Puts a ready job without a priority where workers take it next: the tail of wait (they take
+-- from the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushNext(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("RPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("RPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
 -- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
@@ -130,15 +142,44 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   return "wait"
 end
 
--- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
--- the state it went to.
+-- Puts a job that became ready where workers take it, by the priority its hash holds; without
+-- one, with `lifo` (a job run again whose options set it), where workers take next. Returns the
+-- state it went to.
 local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-    paused)
+    paused, lifo)
   local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
   if priority > 0 then
     return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
   end
+  if lifo then
+    return pushNext(waitKey, pausedKey, markerKey, paused, jobId)
+  end
   return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
+
+-- Whether a job's options (the JSON its add stored) set lifo to JSON true: a job that goes to
+-- wait goes where workers take it next. Options that never name it, the common case, are not
+-- decoded.
+local function lifoOption(opts)
+  return opts ~= nil and string.find(opts, '"lifo"', 1, true) ~= nil
+    and jobOptions(opts).lifo == true
 end
 
 -- Sends a finished job (`outcome`: "completed" or "failed", the set `finishedKey` it is in) back
@@ -156,7 +197,8 @@ local function reprocessJob(finishedKey, waitKey, pausedKey, prioritizedKey, pcK
     redis.call("HSET", jobKey, "atm", "0") -- every job hash has atm
   end
   -- A parent that still exists and recorded the child's finish waits for it again.
-  local parentKey = redis.call("HGET", jobKey, "parentKey")
+  local stored = redis.call("HMGET", jobKey, "parentKey", "opts")
+  local parentKey = stored[1]
   if parentKey and redis.call("EXISTS", parentKey) == 1 then
     local recorded
     if outcome == "completed" then
@@ -170,7 +212,7 @@ local function reprocessJob(finishedKey, waitKey, pausedKey, prioritizedKey, pcK
     end
   end
   local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-    paused)
+    paused, lifoOption(stored[2]))
   emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "prev", outcome)
   return state
 end

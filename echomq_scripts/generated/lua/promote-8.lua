@@ -41,11 +41,6 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
-end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
 
@@ -57,6 +52,23 @@ local function signalWork(markerKey, dueAt)
   if not score or tonumber(score) > dueAt then
     redis.call("ZADD", markerKey, dueAt, "next")
   end
+end
+
+-- Puts a ready job without a priority where workers take it next: the tail of wait (they take
+-- from the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushNext(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("RPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("RPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
 -- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
@@ -81,13 +93,17 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   return "wait"
 end
 
--- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
--- the state it went to.
+-- Puts a job that became ready where workers take it, by the priority its hash holds; without
+-- one, with `lifo` (a job run again whose options set it), where workers take next. Returns the
+-- state it went to.
 local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-    paused)
+    paused, lifo)
   local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
   if priority > 0 then
     return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  end
+  if lifo then
+    return pushNext(waitKey, pausedKey, markerKey, paused, jobId)
   end
   return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
 end

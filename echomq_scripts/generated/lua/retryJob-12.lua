@@ -1,6 +1,7 @@
 --- Retries an active job now, without a backoff: the worker that holds its lock gives it back
 --- with the failure's reason and stack trace, and it goes where a ready job goes (prioritized
---- with a priority, else wait, or paused while the queue is paused), its attempts made up by one.
+--- with a priority, else wait, or paused while the queue is paused: last in line, or with
+--- opts.lifo next), its attempts made up by one.
 --- Delayed jobs already due are promoted first, so they run before it. Re-sent after it landed,
 --- the call answers where the job went again.
 --- @key active       `emq:{q}:active`         the active list
@@ -36,11 +37,6 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
-end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
 
@@ -52,6 +48,23 @@ local function signalWork(markerKey, dueAt)
   if not score or tonumber(score) > dueAt then
     redis.call("ZADD", markerKey, dueAt, "next")
   end
+end
+
+-- Puts a ready job without a priority where workers take it next: the tail of wait (they take
+-- from the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushNext(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("RPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("RPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
 -- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
@@ -76,13 +89,17 @@ local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
   return "wait"
 end
 
--- Puts a job that became ready where workers take it, by the priority its hash holds. Returns
--- the state it went to.
+-- Puts a job that became ready where workers take it, by the priority its hash holds; without
+-- one, with `lifo` (a job run again whose options set it), where workers take next. Returns the
+-- state it went to.
 local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-    paused)
+    paused, lifo)
   local priority = tonumber(redis.call("HGET", prefix .. jobId, "priority")) or 0
   if priority > 0 then
     return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
+  end
+  if lifo then
+    return pushNext(waitKey, pausedKey, markerKey, paused, jobId)
   end
   return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
 end
@@ -118,6 +135,31 @@ local function landedFinish(prefix, jobId, token)
     return answer
   end
   return nil
+end
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
+
+-- Whether a job's options (the JSON its add stored) set lifo to JSON true: a job that goes to
+-- wait goes where workers take it next. Options that never name it, the common case, are not
+-- decoded.
+local function lifoOption(opts)
+  return opts ~= nil and string.find(opts, '"lifo"', 1, true) ~= nil
+    and jobOptions(opts).lifo == true
 end
 -- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
 -- error that names the argument: scripts read their arguments before they write anything, so a
@@ -244,7 +286,7 @@ local paused = redis.call("HEXISTS", metaKey, "paused") == 1
 promoteDueJobs(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
   metaKey, prefix, now, paused)
 local went = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-  paused)
+  paused, lifoOption(redis.call("HGET", jobKey, "opts")))
 recordFinish(prefix, token, jobId, went)
 emitEvent(eventsKey, metaKey, went == "paused" and "paused" or "waiting", jobId, "prev", "active")
 return went

@@ -61,10 +61,30 @@ local function emitEvent(eventsKey, metaKey, event, jobId, ...)
   end
   redis.call("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", event, "jobId", jobId, ...)
 end
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+-- A job's options, from the JSON its add stored: always a table, whatever was stored, so a
+-- script can read them before it writes anything. JSON null reads as absent.
+local function jobOptions(raw)
+  if raw == "{}" or raw == nil then
+    return {} -- the common case, without decoding
+  end
+  local ok, decoded = pcall(cjson.decode, raw)
+  if not ok or type(decoded) ~= "table" then
+    return {}
+  end
+  for name, value in pairs(decoded) do
+    if value == cjson.null then
+      decoded[name] = nil
+    end
+  end
+  return decoded
+end
+
+-- Whether a job's options (the JSON its add stored) set lifo to JSON true: a job that goes to
+-- wait goes where workers take it next. Options that never name it, the common case, are not
+-- decoded.
+local function lifoOption(opts)
+  return opts ~= nil and string.find(opts, '"lifo"', 1, true) ~= nil
+    and jobOptions(opts).lifo == true
 end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
@@ -77,6 +97,23 @@ local function signalWork(markerKey, dueAt)
   if not score or tonumber(score) > dueAt then
     redis.call("ZADD", markerKey, dueAt, "next")
   end
+end
+
+-- Puts a ready job without a priority where workers take it next: the tail of wait (they take
+-- from the tail), or of paused while the queue is paused. Returns the state it went to.
+local function pushNext(waitKey, pausedKey, markerKey, paused, jobId)
+  if paused then
+    redis.call("RPUSH", pausedKey, jobId)
+    return "paused"
+  end
+  redis.call("RPUSH", waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
+end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
 -- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
@@ -103,9 +140,10 @@ end
 
 -- Puts a job just created where an add puts it, with the add's event: to delayed when it is due
 -- at `runAt` (nil for now; `delay` the ms it was given), workers woken for then, else to
--- prioritized with a `priority`, else to wait, or paused while the queue is `paused`. `keys` are
--- the queue's wait, paused, delayed, prioritized, pc, marker, events and meta keys, in that order.
-local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
+-- prioritized with a `priority`, else to wait, or paused while the queue is `paused`: at the
+-- head, or where workers take next when its options (`opts`, JSON) set lifo. `keys` are the
+-- queue's wait, paused, delayed, prioritized, pc, marker, events and meta keys, in that order.
+local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused, opts)
   local markerKey, eventsKey, metaKey = keys[6], keys[7], keys[8]
   if runAt then
     redis.call("ZADD", keys[3], runAt, jobId)
@@ -115,7 +153,8 @@ local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused)
     pushPrioritized(keys[4], keys[5], markerKey, paused, jobId, priority)
     emitEvent(eventsKey, metaKey, "prioritized", jobId, "priority", priority)
   else
-    local state = pushReady(keys[1], keys[2], markerKey, paused, jobId)
+    local push = lifoOption(opts) and pushNext or pushReady
+    local state = push(keys[1], keys[2], markerKey, paused, jobId)
     emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "name", name)
   end
 end
@@ -143,7 +182,7 @@ local function addSchedulerJob(keys, prefix, schedulerId, runAt, now, name, data
     fields[#fields + 1], fields[#fields + 2] = "priority", priority
   end
   createJob(prefix .. "id", prefix, jobId, name, data, opts, now, "", {}, fields, nil)
-  enqueueNewJob(keys, jobId, name, delay, delay > 0 and runAt or nil, priority, paused)
+  enqueueNewJob(keys, jobId, name, delay, delay > 0 and runAt or nil, priority, paused, opts)
   return jobId
 end
 -- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
