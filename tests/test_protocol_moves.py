@@ -503,3 +503,21 @@ def test_a_lifo_job_run_again_goes_next(q: Queue) -> None:
     q.fail("l")
     assert move_back(q, "failed", 10, NOW) == 0
     assert q.items("wait") == ["l", "a"]
+
+
+def test_clocks_not_in_decimal_digits_are_refused_before_any_write(q: Queue) -> None:
+    """retryJob-12's `now` and moveJobsToWait-8's `timestamp` go to Redis as they came."""
+    finished(q, "failed", "f")
+    q.add("a")
+    assert q.take_id() == "a"
+    with pytest.raises(LuaError, match="now must be an integer from 0 to 2\\^53 - 1 in decimal"):
+        q.raw(
+            "retryJob",
+            list(g.retry_job_keys(q.name, "a")),
+            ["a", q.token_of("a"), "5 ", "r", ""],
+        )
+    call_keys = list(g.move_jobs_to_wait_keys(q.name, outcome="failed"))
+    with pytest.raises(LuaError, match="timestamp must be an integer from 0 to 2\\^53 - 1"):
+        q.raw("moveJobsToWait", call_keys, ["failed", "5", "1e13"])
+    assert q.check() == {"f": "failed", "a": "active"}
+    assert q.lock("a") == q.token_of("a")
