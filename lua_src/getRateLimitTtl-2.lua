@@ -7,13 +7,7 @@
 --- @arg max_jobs  int(0..)  the limit to test (0: the queue's stored one)
 --- @return int  the milliseconds until a pickup may take a job, or 0 when it may now
 --- @include "includes/intArg"
+--- @include "includes/rateLimitTtl"
 
 local limiterKey, metaKey = KEYS[1], KEYS[2]
-local maxJobs = intArg(ARGV[1], "max_jobs", 0)
-if maxJobs == 0 then
-  maxJobs = tonumber(redis.call("HGET", metaKey, "max")) or 0
-end
-if maxJobs > 0 and (tonumber(redis.call("GET", limiterKey)) or 0) < maxJobs then
-  return 0
-end
-return math.max(redis.call("PTTL", limiterKey), 0)
+return rateLimitTtl(limiterKey, metaKey, intArg(ARGV[1], "max_jobs", 0))

@@ -1,8 +1,9 @@
 --- A worker gives an active job back without running it (a rate-limit error, say): the job
 --- leaves active and goes where workers take it next, first in line (with a priority, first
 --- among the jobs of its priority; paused while the queue is paused). Its attempts made do not
---- change. Answers the rate limiter's wait, so the worker knows how long to hold off. Re-sent
---- after it landed, the call answers the limiter's wait again.
+--- change. Answers the rate limiter's wait (as getRateLimitTtl-2 with the queue's stored
+--- limit), so the worker knows how long to hold off. Re-sent after it landed, the call answers
+--- the limiter's wait again.
 --- @key active       `emq:{q}:active`         the active list
 --- @key wait         `emq:{q}:wait`           the wait list
 --- @key paused       `emq:{q}:paused`         the paused list
@@ -26,6 +27,7 @@
 --- @include "includes/pushNext"
 --- @include "includes/pushPrioritizedFirst"
 --- @include "includes/queuePrefix"
+--- @include "includes/rateLimitTtl"
 --- @include "includes/recordFinish"
 --- @include "includes/takeActiveJob"
 --- @include "includes/tokenArg"
@@ -54,4 +56,4 @@ if taken == 0 then
   emitEvent(eventsKey, metaKey, went == "paused" and "paused" or "waiting", jobId, "prev", "active")
 end
 -- A re-sent call that landed before answers the same way: the limiter's wait as it is now.
-return math.max(redis.call("PTTL", limiterKey), 0)
+return rateLimitTtl(limiterKey, metaKey, 0)

@@ -401,6 +401,21 @@ def test_a_job_given_back_runs_next_with_its_attempts_unchanged(q: Queue) -> Non
     assert q.take_id() == "a"
 
 
+def test_a_job_given_back_after_a_rate_limit_answers_its_wait(q: Queue) -> None:
+    """A worker whose job hit a rate limit sets the limiter (rateLimit-1) and gives the job
+    back; with a stored limit the limiter counts, and holds only once it is full."""
+    q.add("a")
+    assert q.take_id() == "a"
+    assert g.rate_limit(q.r, queue=q.name, duration=5000) == 1
+    assert 0 < give_back(q, "a") <= 5000
+    g.remove_rate_limit_key(q.r, queue=q.name)
+    g.set_global_rate_limit(q.r, queue=q.name, max=2, duration=60_000)
+    assert q.take_id() == "a"
+    assert give_back(q, "a") == 0  # one pickup of two counted: no wait
+    assert q.take_id() == "a"
+    assert 0 < give_back(q, "a") <= 60_000  # two of two
+
+
 def test_a_job_given_back_answers_the_limiters_wait(q: Queue) -> None:
     q.add_prioritized("p", priority=2)
     q.add_prioritized("o", priority=2)

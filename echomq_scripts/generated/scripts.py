@@ -4039,7 +4039,7 @@ _GET_RATE_LIMIT_TTL = Script(
         name="getRateLimitTtl",
         script_id="getRateLimitTtl-2",
         num_keys=2,
-        sha1="4da6c2058a0e38c71b72f55f96dc7e2d99df6905",
+        sha1="28cd596e1987cb126a77d1d1e1a36d9ee598aa20",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -4571,7 +4571,7 @@ _MOVE_JOB_FROM_ACTIVE_TO_WAIT = Script(
         name="moveJobFromActiveToWait",
         script_id="moveJobFromActiveToWait-11",
         num_keys=11,
-        sha1="40d266e50dbd5f14a9647dbede08c9f531a45b99",
+        sha1="8e6aee9292d243c92a9a235f7582b0af2b1eca98",
         returns="int",
         codes=(-1, -2, -3, -6),
         package="echomq_scripts.generated",
@@ -4652,8 +4652,9 @@ def move_job_from_active_to_wait(
 
     leaves active and goes where workers take it next, first in line (with a priority, first
     among the jobs of its priority; paused while the queue is paused). Its attempts made do
-    not change. Answers the rate limiter's wait, so the worker knows how long to hold off.
-    Re-sent after it landed, the call answers the limiter's wait again.
+    not change. Answers the rate limiter's wait (as getRateLimitTtl-2 with the queue's
+    stored limit), so the worker knows how long to hold off. Re-sent after it landed, the
+    call answers the limiter's wait again.
 
     Args:
         job_id (id): the job's id

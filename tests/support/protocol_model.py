@@ -1201,7 +1201,7 @@ class QueueModel:
                 went = self._push_next(job_id)
             self._record_finish(token, job_id, "returned")
             self._emit("paused" if went == "paused" else "waiting", job_id, "prev", "active")
-        return "limited" if self.limiter > 0 else 0
+        return "limited" if self.get_rate_limit_ttl(0) == -1 else 0
 
     def _reprocess(self, job_id: str, outcome: str, reset_attempts: bool) -> str:
         """includes/reprocessJob.lua."""

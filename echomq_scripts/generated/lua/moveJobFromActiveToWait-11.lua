@@ -1,8 +1,9 @@
 --- A worker gives an active job back without running it (a rate-limit error, say): the job
 --- leaves active and goes where workers take it next, first in line (with a priority, first
 --- among the jobs of its priority; paused while the queue is paused). Its attempts made do not
---- change. Answers the rate limiter's wait, so the worker knows how long to hold off. Re-sent
---- after it landed, the call answers the limiter's wait again.
+--- change. Answers the rate limiter's wait (as getRateLimitTtl-2 with the queue's stored
+--- limit), so the worker knows how long to hold off. Re-sent after it landed, the call answers
+--- the limiter's wait again.
 --- @key active       `emq:{q}:active`         the active list
 --- @key wait         `emq:{q}:wait`           the wait list
 --- @key paused       `emq:{q}:paused`         the paused list
@@ -107,6 +108,19 @@ end
 local function queuePrefix(key)
   return string.match(key, "^(emq:{[^{}]*}:)")
 end
+-- How long the rate limiter still holds pickups back, in ms, or 0 when a pickup may take a job
+-- now. It holds them while it has counted at least the limit in its window: `maxJobs`, or when
+-- that is 0 the queue's stored rate limit; without either, any limiter left (the one
+-- rateLimit-1 sets) holds them for the time it has left.
+local function rateLimitTtl(limiterKey, metaKey, maxJobs)
+  if maxJobs == 0 then
+    maxJobs = tonumber(redis.call("HGET", metaKey, "max")) or 0
+  end
+  if maxJobs > 0 and (tonumber(redis.call("GET", limiterKey)) or 0) < maxJobs then
+    return 0
+  end
+  return math.max(redis.call("PTTL", limiterKey), 0)
+end
 
 -- Records the answer of a finish that picked no job up, for the time the record has left (XX:
 -- never a record without a time to live).
@@ -176,4 +190,4 @@ if taken == 0 then
   emitEvent(eventsKey, metaKey, went == "paused" and "paused" or "waiting", jobId, "prev", "active")
 end
 -- A re-sent call that landed before answers the same way: the limiter's wait as it is now.
-return math.max(redis.call("PTTL", limiterKey), 0)
+return rateLimitTtl(limiterKey, metaKey, 0)
