@@ -173,11 +173,14 @@ local jobId, token = ARGV[1], tokenArg(ARGV[2])
 
 local prefix = queuePrefix(activeKey)
 local taken = takeActiveJob(activeKey, stalledKey, jobKey, lockKey, jobId, token)
-if taken ~= 0 and not ((taken == -2 or taken == -6)
-    and landedFinish(prefix, jobId, token) == "returned") then
+if taken == -2 or taken == -6 then
+  -- Re-sent after it landed: answered as the first call was, with the limiter's wait now.
+  if landedFinish(prefix, jobId, token) ~= "returned" then
+    return taken
+  end
+elseif taken ~= 0 then
   return taken
-end
-if taken == 0 then
+else
   local priority = tonumber(redis.call("HGET", jobKey, "priority")) or 0
   local paused = redis.call("HEXISTS", metaKey, "paused") == 1
   local went
@@ -189,5 +192,4 @@ if taken == 0 then
   recordFinish(prefix, token, jobId, "returned")
   emitEvent(eventsKey, metaKey, went == "paused" and "paused" or "waiting", jobId, "prev", "active")
 end
--- A re-sent call that landed before answers the same way: the limiter's wait as it is now.
 return rateLimitTtl(limiterKey, metaKey, 0)
