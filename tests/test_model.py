@@ -667,9 +667,12 @@ class QueueMachine(RuleBasedStateMachine):
         got: Any
         want: Any
         if what == "moveJobsToWait":
-            outcome = data.draw(st.sampled_from(OUTCOMES))
-            count = data.draw(st.sampled_from([1, 2, 5]))
-            timestamp = self.now - data.draw(st.sampled_from([0, 0, 100, 1000]))
+            # The set that holds jobs, mostly; a count of 1 often, so that some are left.
+            sets = {"completed": model.completed, "failed": model.failed}
+            held = [o for o in OUTCOMES if sets[o]]
+            outcome = data.draw(st.sampled_from(held if held else OUTCOMES))
+            count = data.draw(st.sampled_from([1, 1, 2, 5]))
+            timestamp = self.now - data.draw(st.sampled_from([0, 0, 0, 1000]))
             got = g.move_jobs_to_wait(
                 self.r, queue=QUEUE, outcome=outcome, count=count, timestamp=timestamp
             )
