@@ -631,7 +631,7 @@ class QueueMachine(RuleBasedStateMachine):
                         token=token,
                         now=now,
                         reason=f"again-{now}",
-                        stacktrace="",
+                        stacktrace=f"at-{now}",
                     )
                 )
             got = call(
@@ -646,7 +646,7 @@ class QueueMachine(RuleBasedStateMachine):
 
         def model() -> Any:
             if how == "retryJob":
-                return self.model.retry_job(job_id, token, now, f"again-{now}")
+                return self.model.retry_job(job_id, token, now, f"again-{now}", f"at-{now}")
             return self.model.move_job_from_active_to_wait(job_id, token)
 
         got = again()

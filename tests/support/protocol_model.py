@@ -1173,14 +1173,16 @@ class QueueModel:
         self._take_off_active(job_id)
         return 0
 
-    def retry_job(self, job_id: str, token: str, now: int, reason: str) -> int | str:
+    def retry_job(
+        self, job_id: str, token: str, now: int, reason: str, stacktrace: str
+    ) -> int | str:
         """retryJob-12."""
         taken = self._take_back(job_id, token, ("wait", "paused", "prioritized"))
         if taken != 0:
             return taken
         job = self.jobs[job_id]
         job.atm += 1
-        job.failed_reason = reason
+        job.failed_reason, job.stacktrace = reason, stacktrace
         self._promote_due(now)
         went = self._enqueue_ready_job(job_id, job.lifo)
         self._record_finish(token, job_id, went)
