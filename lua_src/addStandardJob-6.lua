@@ -18,7 +18,6 @@
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
 --- @include "includes/lifoOption"
---- @include "includes/pushNext"
 --- @include "includes/pushReady"
 
 local waitKey, pausedKey, metaKey, idKey, eventsKey, markerKey =
@@ -28,8 +27,7 @@ local jobId, name, data, opts, now, dedupId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local id, added = addJob(idKey, eventsKey, metaKey, jobId, name, data, opts, now, dedupId, {})
 if added then
   local paused = redis.call("HEXISTS", metaKey, "paused") == 1
-  local push = lifoOption(opts) and pushNext or pushReady -- lifo: the job runs next
-  local state = push(waitKey, pausedKey, markerKey, paused, id)
+  local state = pushReady(waitKey, pausedKey, markerKey, paused, id, lifoOption(opts))
   emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", id, "name", name)
 end
 return { id, added and 1 or 0 }

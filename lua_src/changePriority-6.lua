@@ -16,7 +16,6 @@
 --- @error -1 JobNotExist
 --- @include "includes/checkJobId"
 --- @include "includes/intArg"
---- @include "includes/pushNext"
 --- @include "includes/pushPrioritized"
 --- @include "includes/pushPrioritizedFirst"
 --- @include "includes/pushReady"
@@ -46,7 +45,7 @@ if not ready then
 end
 local paused = redis.call("HEXISTS", metaKey, "paused") == 1
 if priority == 0 and lifo then
-  pushNext(waitKey, pausedKey, markerKey, paused, jobId)
+  pushReady(waitKey, pausedKey, markerKey, paused, jobId, true)
 elseif priority == 0 then
   pushReady(waitKey, pausedKey, markerKey, paused, jobId)
 elseif lifo then

@@ -24,8 +24,8 @@
 --- @error -6 JobLockMismatch
 --- @include "includes/emitEvent"
 --- @include "includes/landedFinish"
---- @include "includes/pushNext"
 --- @include "includes/pushPrioritizedFirst"
+--- @include "includes/pushReady"
 --- @include "includes/queuePrefix"
 --- @include "includes/rateLimitTtl"
 --- @include "includes/recordFinish"
@@ -53,7 +53,7 @@ else
   if priority > 0 then
     went = pushPrioritizedFirst(prioritizedKey, markerKey, paused, jobId, priority)
   else
-    went = pushNext(waitKey, pausedKey, markerKey, paused, jobId)
+    went = pushReady(waitKey, pausedKey, markerKey, paused, jobId, true)
   end
   recordFinish(prefix, token, jobId, "returned")
   emitEvent(eventsKey, metaKey, went == "paused" and "paused" or "waiting", jobId, "prev", "active")

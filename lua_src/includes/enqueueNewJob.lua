@@ -1,6 +1,5 @@
 --- @include "emitEvent"
 --- @include "lifoOption"
---- @include "pushNext"
 --- @include "pushPrioritized"
 --- @include "pushReady"
 --- @include "signalWork"
@@ -20,8 +19,7 @@ local function enqueueNewJob(keys, jobId, name, delay, runAt, priority, paused, 
     pushPrioritized(keys[4], keys[5], markerKey, paused, jobId, priority)
     emitEvent(eventsKey, metaKey, "prioritized", jobId, "priority", priority)
   else
-    local push = lifoOption(opts) and pushNext or pushReady
-    local state = push(keys[1], keys[2], markerKey, paused, jobId)
+    local state = pushReady(keys[1], keys[2], markerKey, paused, jobId, lifoOption(opts))
     emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "name", name)
   end
 end

@@ -1,4 +1,3 @@
---- @include "pushNext"
 --- @include "pushPrioritized"
 --- @include "pushReady"
 
@@ -11,8 +10,5 @@ local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, marker
   if priority > 0 then
     return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
   end
-  if lifo then
-    return pushNext(waitKey, pausedKey, markerKey, paused, jobId)
-  end
-  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId, lifo)
 end

@@ -1,13 +1,16 @@
 --- @include "signalWork"
 
 -- Puts a ready job without a priority where workers take it: the head of wait (they take from
--- the tail), or of paused while the queue is paused. Returns the state it went to.
-local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+-- the tail), or of paused while the queue is paused; with `lifo`, the tail, where workers take
+-- next. Returns the state it went to. One function for both ends: each included function costs
+-- every call of a script that includes it a closure (make bench).
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId, lifo)
+  local push = lifo and "RPUSH" or "LPUSH"
   if paused then
-    redis.call("LPUSH", pausedKey, jobId)
+    redis.call(push, pausedKey, jobId)
     return "paused"
   end
-  redis.call("LPUSH", waitKey, jobId)
+  redis.call(push, waitKey, jobId)
   signalWork(markerKey, 0)
   return "wait"
 end

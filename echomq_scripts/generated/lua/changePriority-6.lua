@@ -50,6 +50,11 @@ local function intArg(value, name, low, high)
   end
   return number
 end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
 
@@ -61,23 +66,6 @@ local function signalWork(markerKey, dueAt)
   if not score or tonumber(score) > dueAt then
     redis.call("ZADD", markerKey, dueAt, "next")
   end
-end
-
--- Puts a ready job without a priority where workers take it next: the tail of wait (they take
--- from the tail), or of paused while the queue is paused. Returns the state it went to.
-local function pushNext(waitKey, pausedKey, markerKey, paused, jobId)
-  if paused then
-    redis.call("RPUSH", pausedKey, jobId)
-    return "paused"
-  end
-  redis.call("RPUSH", waitKey, jobId)
-  signalWork(markerKey, 0)
-  return "wait"
-end
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
 end
 
 -- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
@@ -102,13 +90,16 @@ local function pushPrioritizedFirst(prioritizedKey, markerKey, paused, jobId, pr
 end
 
 -- Puts a ready job without a priority where workers take it: the head of wait (they take from
--- the tail), or of paused while the queue is paused. Returns the state it went to.
-local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+-- the tail), or of paused while the queue is paused; with `lifo`, the tail, where workers take
+-- next. Returns the state it went to. One function for both ends: each included function costs
+-- every call of a script that includes it a closure (make bench).
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId, lifo)
+  local push = lifo and "RPUSH" or "LPUSH"
   if paused then
-    redis.call("LPUSH", pausedKey, jobId)
+    redis.call(push, pausedKey, jobId)
     return "paused"
   end
-  redis.call("LPUSH", waitKey, jobId)
+  redis.call(push, waitKey, jobId)
   signalWork(markerKey, 0)
   return "wait"
 end
@@ -144,7 +135,7 @@ if not ready then
 end
 local paused = redis.call("HEXISTS", metaKey, "paused") == 1
 if priority == 0 and lifo then
-  pushNext(waitKey, pausedKey, markerKey, paused, jobId)
+  pushReady(waitKey, pausedKey, markerKey, paused, jobId, true)
 elseif priority == 0 then
   pushReady(waitKey, pausedKey, markerKey, paused, jobId)
 elseif lifo then

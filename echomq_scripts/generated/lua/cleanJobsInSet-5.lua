@@ -110,6 +110,11 @@ local function intArg(value, name, low, high)
   end
   return number
 end
+-- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
+-- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
+local function priorityScore(priority, pcKey)
+  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
+end
 -- The marker is a sorted set with one member, "next", whose score says when work is due: 0 for
 -- now, a timestamp for the next delayed job. Idle workers block on it (BZPOPMIN).
 
@@ -123,23 +128,6 @@ local function signalWork(markerKey, dueAt)
   end
 end
 
--- Puts a ready job without a priority where workers take it next: the tail of wait (they take
--- from the tail), or of paused while the queue is paused. Returns the state it went to.
-local function pushNext(waitKey, pausedKey, markerKey, paused, jobId)
-  if paused then
-    redis.call("RPUSH", pausedKey, jobId)
-    return "paused"
-  end
-  redis.call("RPUSH", waitKey, jobId)
-  signalWork(markerKey, 0)
-  return "wait"
-end
--- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
--- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
-local function priorityScore(priority, pcKey)
-  return priority * 4294967296 + redis.call("INCR", pcKey) % 4294967296
-end
-
 -- Puts a ready job with a priority into prioritized, also while the queue is paused (workers
 -- are woken only when it is not).
 local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
@@ -151,13 +139,16 @@ local function pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, 
 end
 
 -- Puts a ready job without a priority where workers take it: the head of wait (they take from
--- the tail), or of paused while the queue is paused. Returns the state it went to.
-local function pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+-- the tail), or of paused while the queue is paused; with `lifo`, the tail, where workers take
+-- next. Returns the state it went to. One function for both ends: each included function costs
+-- every call of a script that includes it a closure (make bench).
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId, lifo)
+  local push = lifo and "RPUSH" or "LPUSH"
   if paused then
-    redis.call("LPUSH", pausedKey, jobId)
+    redis.call(push, pausedKey, jobId)
     return "paused"
   end
-  redis.call("LPUSH", waitKey, jobId)
+  redis.call(push, waitKey, jobId)
   signalWork(markerKey, 0)
   return "wait"
 end
@@ -171,10 +162,7 @@ local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, marker
   if priority > 0 then
     return pushPrioritized(prioritizedKey, pcKey, markerKey, paused, jobId, priority)
   end
-  if lifo then
-    return pushNext(waitKey, pausedKey, markerKey, paused, jobId)
-  end
-  return pushReady(waitKey, pausedKey, markerKey, paused, jobId)
+  return pushReady(waitKey, pausedKey, markerKey, paused, jobId, lifo)
 end
 
 -- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has

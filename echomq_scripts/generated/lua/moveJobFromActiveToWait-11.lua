@@ -79,18 +79,6 @@ local function signalWork(markerKey, dueAt)
   end
 end
 
--- Puts a ready job without a priority where workers take it next: the tail of wait (they take
--- from the tail), or of paused while the queue is paused. Returns the state it went to.
-local function pushNext(waitKey, pausedKey, markerKey, paused, jobId)
-  if paused then
-    redis.call("RPUSH", pausedKey, jobId)
-    return "paused"
-  end
-  redis.call("RPUSH", waitKey, jobId)
-  signalWork(markerKey, 0)
-  return "wait"
-end
-
 -- Puts a ready job first among the jobs of its priority: the score priority * 2^32 with no
 -- counter, below every score of that priority that has one (jobs that share it go in id order).
 -- Also while the queue is paused; workers are woken only when it is not.
@@ -100,6 +88,21 @@ local function pushPrioritizedFirst(prioritizedKey, markerKey, paused, jobId, pr
     signalWork(markerKey, 0)
   end
   return "prioritized"
+end
+
+-- Puts a ready job without a priority where workers take it: the head of wait (they take from
+-- the tail), or of paused while the queue is paused; with `lifo`, the tail, where workers take
+-- next. Returns the state it went to. One function for both ends: each included function costs
+-- every call of a script that includes it a closure (make bench).
+local function pushReady(waitKey, pausedKey, markerKey, paused, jobId, lifo)
+  local push = lifo and "RPUSH" or "LPUSH"
+  if paused then
+    redis.call(push, pausedKey, jobId)
+    return "paused"
+  end
+  redis.call(push, waitKey, jobId)
+  signalWork(markerKey, 0)
+  return "wait"
 end
 -- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
 -- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
@@ -187,7 +190,7 @@ else
   if priority > 0 then
     went = pushPrioritizedFirst(prioritizedKey, markerKey, paused, jobId, priority)
   else
-    went = pushNext(waitKey, pausedKey, markerKey, paused, jobId)
+    went = pushReady(waitKey, pausedKey, markerKey, paused, jobId, true)
   end
   recordFinish(prefix, token, jobId, "returned")
   emitEvent(eventsKey, metaKey, went == "paused" and "paused" or "waiting", jobId, "prev", "active")
