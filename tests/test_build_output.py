@@ -355,3 +355,28 @@ def test_every_code_of_the_table_is_returned_by_some_script() -> None:
         code, _name, returned_by = (cell.strip() for cell in row.strip("|").split("|"))
         assert "none" not in returned_by, f"code {code} is returned by no script: {row}"
         assert re.search(r"`\w+-\d+`", returned_by), row
+
+
+BULLMQ_V6_2_SCRIPTS = """
+addDelayedJob-6 addJobScheduler-11 addLog-2 addParentJob-6 addPrioritizedJob-9 addStandardJob-9 changeDelay-4 changePriority-7 cleanJobsInSet-3 drain-5 extendLock-2 extendLocks-1
+getCounts-1 getCountsPerPriority-2 getDependencyCounts-4 getJobScheduler-1 getJobs-1 getMetrics-2
+getRanges-1 getRateLimitTtl-2 getState-8 getStateV2-8 isFinished-3 isJobInList-1 isMaxed-2
+moveJobFromActiveToWait-9 moveJobsToWait-8 moveStalledJobsToWait-9 moveToActive-11 moveToDelayed-12
+moveToFinished-14 moveToWaitingChildren-7 obliterate-2 paginate-1 pause-7 promote-9 releaseLock-1
+removeChildDependency-1 removeDeduplicationKey-1 removeJob-2 removeJobScheduler-3
+removeOrphanedJobs-1 removeUnprocessedChildren-2 reprocessJob-8 retryJob-11 saveStacktrace-1
+updateData-1 updateJobScheduler-12 updateProgress-3""".split()
+
+
+def test_protocol_md_names_a_counterpart_for_each_of_bullmqs_scripts() -> None:
+    """docs/protocol.md, "BullMQ's scripts": one row for each of BullMQ v6.2's 49 scripts, each
+    naming a script of lua_src; every script of lua_src is in the table or in the list of those
+    BullMQ's clients do without."""
+    text = (REPO / "docs" / "protocol.md").read_text()
+    section = text.split("\n## BullMQ's scripts\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([\w-]+)` \| `([\w-]+)` \| (.+) \|$", section, re.M)
+    assert [bullmq for bullmq, _, _ in rows] == BULLMQ_V6_2_SCRIPTS
+    ours = {p.stem for p in (REPO / "lua_src").glob("*-*.lua")}
+    assert {echomq for _, echomq, _ in rows} <= ours
+    extra = set(re.findall(r"`([\w]+-\d+)`", section.split("\n\n")[-1]))
+    assert ours == {echomq for _, echomq, _ in rows} | extra
