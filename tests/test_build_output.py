@@ -358,14 +358,15 @@ def test_every_code_of_the_table_is_returned_by_some_script() -> None:
 
 
 BULLMQ_V6_2_SCRIPTS = """
-addDelayedJob-6 addJobScheduler-11 addLog-2 addParentJob-6 addPrioritizedJob-9 addStandardJob-9 changeDelay-4 changePriority-7 cleanJobsInSet-3 drain-5 extendLock-2 extendLocks-1
-getCounts-1 getCountsPerPriority-2 getDependencyCounts-4 getJobScheduler-1 getJobs-1 getMetrics-2
+addDelayedJob-6 addJobScheduler-11 addLog-2 addParentJob-6 addPrioritizedJob-9 addStandardJob-9
+changeDelay-4 changePriority-7 cleanJobsInSet-3 drain-5 extendLock-2 extendLocks-1 getCounts-1
+getCountsPerPriority-2 getDependencyCounts-4 getJobScheduler-1 getJobs-1 getMetrics-2
 getRanges-1 getRateLimitTtl-2 getState-8 getStateV2-8 isFinished-3 isJobInList-1 isMaxed-2
-moveJobFromActiveToWait-9 moveJobsToWait-8 moveStalledJobsToWait-9 moveToActive-11 moveToDelayed-12
-moveToFinished-14 moveToWaitingChildren-7 obliterate-2 paginate-1 pause-7 promote-9 releaseLock-1
-removeChildDependency-1 removeDeduplicationKey-1 removeJob-2 removeJobScheduler-3
-removeOrphanedJobs-1 removeUnprocessedChildren-2 reprocessJob-8 retryJob-11 saveStacktrace-1
-updateData-1 updateJobScheduler-12 updateProgress-3""".split()
+moveJobFromActiveToWait-9 moveJobsToWait-8 moveStalledJobsToWait-9 moveToActive-11
+moveToDelayed-12 moveToFinished-14 moveToWaitingChildren-7 obliterate-2 paginate-1 pause-7
+promote-9 releaseLock-1 removeChildDependency-1 removeDeduplicationKey-1 removeJob-2
+removeJobScheduler-3 removeOrphanedJobs-1 removeUnprocessedChildren-2 reprocessJob-8 retryJob-11
+saveStacktrace-1 updateData-1 updateJobScheduler-12 updateProgress-3""".split()
 
 
 def test_protocol_md_names_a_counterpart_for_each_of_bullmqs_scripts() -> None:
