@@ -10,8 +10,8 @@
 --- @error -2 JobLockNotExist
 --- @error -6 JobLockMismatch
 --- @include "includes/checkJobId"
+--- @include "includes/checkQueueKeys"
 --- @include "includes/digitsArg"
---- @include "includes/queuePrefix"
 --- @include "includes/renewLock"
 --- @include "includes/tokenArg"
 
@@ -19,10 +19,7 @@ local stalledKey = KEYS[1]
 local duration = ARGV[1] -- as the caller sent it: Redis reads it
 digitsArg(duration, "duration", 1)
 
-local prefix = queuePrefix(stalledKey)
-if not prefix or stalledKey ~= prefix .. "stalled" then
-  error("key " .. stalledKey .. " is not a queue's stalled key")
-end
+local prefix = checkQueueKeys({ stalledKey }, { "stalled" })
 if #ARGV % 2 ~= 1 then
   error("jobs are pairs of a job id and a token, got " .. (#ARGV - 1) .. " values")
 end

@@ -14,9 +14,9 @@
 --- @arg count      int(1..1000)            the most jobs this call moves
 --- @arg timestamp  int(0..)                only jobs that finished at this time or before, ms
 --- @return int  1 when more such jobs remain, 0 when none does
+--- @include "includes/checkQueueKeys"
 --- @include "includes/digitsArg"
 --- @include "includes/enumArg"
---- @include "includes/finishedKeyPrefix"
 --- @include "includes/intArg"
 --- @include "includes/reprocessJob"
 
@@ -26,7 +26,7 @@ local outcome = enumArg(ARGV[1], "outcome", "completed", "failed")
 local count, timestamp = intArg(ARGV[2], "count", 1, 1000), ARGV[3]
 digitsArg(timestamp, "timestamp", 0) -- handed to Redis as the caller sent it
 
-local prefix = finishedKeyPrefix(finishedKey, outcome)
+local prefix = checkQueueKeys({ finishedKey }, { outcome })
 -- One more than a batch: whether any is left after it.
 local due = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", timestamp, "LIMIT", "0",
   string.format("%d", count + 1))

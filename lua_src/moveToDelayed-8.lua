@@ -19,7 +19,6 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
---- @include "includes/checkLock"
 --- @include "includes/emitEvent"
 --- @include "includes/fractionArg"
 --- @include "includes/intArg"
@@ -28,6 +27,7 @@
 --- @include "includes/queuePrefix"
 --- @include "includes/recordFinish"
 --- @include "includes/signalWork"
+--- @include "includes/takeActiveJob"
 --- @include "includes/tokenArg"
 
 local activeKey, delayedKey, eventsKey, stalledKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -36,23 +36,15 @@ local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
 local base, jitter = intArg(ARGV[4], "base", 0), fractionArg(ARGV[5], "jitter")
 
 local prefix = queuePrefix(activeKey)
-local lockState = checkLock(lockKey, token)
-if lockState ~= 0 then
+local taken = takeActiveJob(activeKey, stalledKey, jobKey, lockKey, jobId, token)
+if taken ~= 0 then
   -- Re-sent after it landed: the answer was the delay.
-  local answer = landedFinish(prefix, jobId, token)
+  local answer = (taken == -2 or taken == -6) and landedFinish(prefix, jobId, token)
   if answer and string.find(answer, "^%d+$") then
     return tonumber(answer)
   end
-  return lockState
+  return taken
 end
-if redis.call("EXISTS", jobKey) == 0 then
-  return -1
-end
-if redis.call("LREM", activeKey, "-1", jobId) == 0 then
-  return -3
-end
-redis.call("DEL", lockKey)
-redis.call("SREM", stalledKey, jobId)
 local attemptsMade = redis.call("HINCRBY", jobKey, "atm", "1")
 -- The call's own backoff, not the job's option (includes/backoffDelay.lua, moveToFinished-14):
 -- base * 2^(attempt - 1), and the jitter's fraction of that on top.

@@ -5,12 +5,12 @@
 --- @key limiter  `emq:{q}:limiter`  the rate limiter's count, with the window's TTL
 --- @arg duration  int(1..)  how long to hold pickups back, in milliseconds
 --- @return int  1
---- @include "includes/checkQueueKey"
+--- @include "includes/checkQueueKeys"
 --- @include "includes/digitsArg"
 
 local limiterKey = KEYS[1]
 digitsArg(ARGV[1], "duration", 1)
-checkQueueKey(limiterKey, "limiter")
+checkQueueKeys({ limiterKey }, { "limiter" })
 -- The largest count a Lua number holds exactly: above any limit.
 redis.call("SET", limiterKey, "9007199254740991", "PX", ARGV[1])
 return 1

@@ -19,8 +19,8 @@
 --- @error -1 JobNotExist
 --- @error -3 JobNotInState
 --- @include "includes/checkJobId"
+--- @include "includes/checkQueueKeys"
 --- @include "includes/enumArg"
---- @include "includes/finishedKeyPrefix"
 --- @include "includes/reprocessJob"
 
 local finishedKey, waitKey, pausedKey, prioritizedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -29,7 +29,7 @@ local jobId, outcome = ARGV[1], enumArg(ARGV[2], "outcome", "completed", "failed
 local resetAttempts = ARGV[3] == "1"
 
 checkJobId(jobId, "job id") -- the job's key is built from it
-local prefix = finishedKeyPrefix(finishedKey, outcome)
+local prefix = checkQueueKeys({ finishedKey }, { outcome })
 if redis.call("EXISTS", prefix .. jobId) == 0 then
   return -1
 end

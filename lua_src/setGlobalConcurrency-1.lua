@@ -4,13 +4,13 @@
 --- @key meta  `emq:{q}:meta`  the queue's meta hash
 --- @arg concurrency  int(0..)  at most this many jobs active in the queue (0: remove the cap)
 --- @return int  1
---- @include "includes/checkQueueKey"
+--- @include "includes/checkQueueKeys"
 --- @include "includes/digitsArg"
 
 local metaKey = KEYS[1]
 -- Stored as sent, so digits only.
 local concurrency = digitsArg(ARGV[1], "concurrency", 0)
-checkQueueKey(metaKey, "meta")
+checkQueueKeys({ metaKey }, { "meta" })
 if concurrency == 0 then
   redis.call("HDEL", metaKey, "concurrency")
 else

@@ -5,14 +5,14 @@
 --- @arg max       int(0..)  at most this many jobs per window (0: remove the limit)
 --- @arg duration  int(0..)  the window, in milliseconds (0 with a max: the window ends at once)
 --- @return int  1
---- @include "includes/checkQueueKey"
+--- @include "includes/checkQueueKeys"
 --- @include "includes/digitsArg"
 
 local metaKey = KEYS[1]
 -- Stored as sent, so digits only: a pickup hands "duration" to PEXPIRE.
 local max = digitsArg(ARGV[1], "max", 0)
 digitsArg(ARGV[2], "duration", 0)
-checkQueueKey(metaKey, "meta")
+checkQueueKeys({ metaKey }, { "meta" })
 if max == 0 then
   redis.call("HDEL", metaKey, "max", "duration")
 else

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TypeVar
 
 import pytest
 
@@ -18,17 +17,7 @@ from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import LuaError, keys
 from tests.support.invariants import text
-from tests.support.queue_harness import OTHER, Queue
-
-T = TypeVar("T")
-
-
-def checked(q: Queue, step: Callable[[], T]) -> T:
-    """A step, then the harness's invariant, also when the step raised."""
-    try:
-        return step()
-    finally:
-        q.check()
+from tests.support.queue_harness import OTHER, Queue, checked
 
 
 def logs(q: Queue, job_id: str) -> list[str]:
@@ -228,7 +217,7 @@ def test_extend_locks_refuses_bad_pairs_before_it_extends_any(q: Queue) -> None:
             q.raw("extendLocks", [stalled_key], args)
         assert q.pttl("a") <= 1000
         assert q.stalled() == {"a"}
-    with pytest.raises(LuaError, match="is not a queue's stalled key"):
+    with pytest.raises(LuaError, match="is not the queue's stalled key"):
         q.raw("extendLocks", [q.key("wait")], ["60000", "a", "t-a"])
 
 

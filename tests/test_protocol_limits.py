@@ -137,7 +137,7 @@ def test_a_key_that_is_not_the_queues_own_is_refused(
     r: redis.Redis, script: str, key: str, args: list[str]
 ) -> None:
     r.set("emq:{q}:7:lock", "t")
-    with pytest.raises(LuaError, match="is not a queue's"):
+    with pytest.raises(LuaError, match="is not the queue's"):
         Queue(r, "q").raw(script, [key], args)
     assert r.get("emq:{q}:7:lock") == b"t"
     assert r.exists("emq:{q}:wait", "emq:{q}:7", "emq:{q}:meta", "meta") == 0

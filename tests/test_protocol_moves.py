@@ -6,7 +6,7 @@ cluster (tests/support/queue_harness.py): every step ends with the one-state inv
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, TypeVar
+from typing import Literal
 
 import pytest
 
@@ -14,18 +14,9 @@ from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import ArgumentError, LuaError
 from tests.support.invariants import NOW
-from tests.support.queue_harness import OTHER, Queue
+from tests.support.queue_harness import OTHER, Queue, checked
 
 Outcome = Literal["completed", "failed"]
-T = TypeVar("T")
-
-
-def checked(q: Queue, action: Callable[[], T]) -> T:
-    """A script's reply, with the invariant checked after it whatever it did."""
-    try:
-        return action()
-    finally:
-        q.check()
 
 
 def promote(q: Queue, job_id: str) -> int:

@@ -13,8 +13,8 @@ documents gets a test of the documented behaviour, marked xfail(strict=True) wit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal, cast
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar, cast
 
 from echomq_scripts import generated as g
 from echomq_scripts.flows import FlowIds, FlowJob
@@ -37,6 +37,17 @@ OTHER = "worker-b"
 """Another worker's token."""
 LOCK_MS = 30_000
 RETRY = {"attempts": 3, "backoff": {"delay": 1000}}
+
+
+T = TypeVar("T")
+
+
+def checked(q: Queue, step: Callable[[], T]) -> T:
+    """A step, then the harness's invariant, also when the step raised."""
+    try:
+        return step()
+    finally:
+        q.check()
 
 
 class Queue:

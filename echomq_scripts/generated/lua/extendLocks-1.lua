@@ -26,6 +26,27 @@ local function checkJobId(jobId, what)
     error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
   end
 end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
+local function queuePrefix(key)
+  return string.match(key, "^(emq:{[^{}]*}:)")
+end
+
+-- Refuses, with a Lua error, keys that are not the queue's keys of the names given (`keys[i]`
+-- must be `<prefix><names[i]>`, one prefix for all): the walks delete by the keys a runtime
+-- passes, and a runtime that builds them itself must build them for one queue. Returns the
+-- queue's prefix.
+local function checkQueueKeys(keys, names)
+  local prefix = queuePrefix(keys[1])
+  for i, name in ipairs(names) do
+    if not prefix or keys[i] ~= prefix .. name then
+      error("key " .. keys[i] .. " is not the queue's " .. name .. " key")
+    end
+  end
+  return prefix
+end
 -- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
 -- error that names the argument: scripts read their arguments before they write anything, so a
 -- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
@@ -56,13 +77,6 @@ local function digitsArg(value, name, low, high)
       .. (high and tostring(high) or "2^53 - 1") .. " in decimal digits, got '" .. value .. "'")
   end
   return intArg(value, name, low, high)
-end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
--- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
--- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
--- passes check each against it.
-local function queuePrefix(key)
-  return string.match(key, "^(emq:{[^{}]*}:)")
 end
 -- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
 -- lock is gone, -6 when another worker holds it).
@@ -115,10 +129,7 @@ local stalledKey = KEYS[1]
 local duration = ARGV[1] -- as the caller sent it: Redis reads it
 digitsArg(duration, "duration", 1)
 
-local prefix = queuePrefix(stalledKey)
-if not prefix or stalledKey ~= prefix .. "stalled" then
-  error("key " .. stalledKey .. " is not a queue's stalled key")
-end
+local prefix = checkQueueKeys({ stalledKey }, { "stalled" })
 if #ARGV % 2 ~= 1 then
   error("jobs are pairs of a job id and a token, got " .. (#ARGV - 1) .. " values")
 end

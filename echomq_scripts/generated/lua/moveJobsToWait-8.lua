@@ -14,6 +14,27 @@
 --- @arg count      int(1..1000)            the most jobs this call moves
 --- @arg timestamp  int(0..)                only jobs that finished at this time or before, ms
 --- @return int  1 when more such jobs remain, 0 when none does
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
+local function queuePrefix(key)
+  return string.match(key, "^(emq:{[^{}]*}:)")
+end
+
+-- Refuses, with a Lua error, keys that are not the queue's keys of the names given (`keys[i]`
+-- must be `<prefix><names[i]>`, one prefix for all): the walks delete by the keys a runtime
+-- passes, and a runtime that builds them itself must build them for one queue. Returns the
+-- queue's prefix.
+local function checkQueueKeys(keys, names)
+  local prefix = queuePrefix(keys[1])
+  for i, name in ipairs(names) do
+    if not prefix or keys[i] ~= prefix .. name then
+      error("key " .. keys[i] .. " is not the queue's " .. name .. " key")
+    end
+  end
+  return prefix
+end
 -- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
 -- error that names the argument: scripts read their arguments before they write anything, so a
 -- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
@@ -60,24 +81,6 @@ local function enumArg(value, name, ...)
     words = words .. (i == count and " or '" or ", '") .. select(i, ...) .. "'"
   end
   error(name .. " must be " .. words .. ", got '" .. tostring(value) .. "'")
-end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
--- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
--- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
--- passes check each against it.
-local function queuePrefix(key)
-  return string.match(key, "^(emq:{[^{}]*}:)")
-end
-
--- The queue's prefix of `finishedKey`, which must be the queue's completed or failed key as
--- `outcome` names it: the scripts that take jobs out of a finished set by the key a runtime
--- passes refuse any other with a Lua error, before any write.
-local function finishedKeyPrefix(finishedKey, outcome)
-  local prefix = queuePrefix(finishedKey)
-  if not prefix or finishedKey ~= prefix .. outcome then
-    error("key " .. finishedKey .. " is not the queue's " .. outcome .. " key")
-  end
-  return prefix
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
@@ -197,7 +200,7 @@ local outcome = enumArg(ARGV[1], "outcome", "completed", "failed")
 local count, timestamp = intArg(ARGV[2], "count", 1, 1000), ARGV[3]
 digitsArg(timestamp, "timestamp", 0) -- handed to Redis as the caller sent it
 
-local prefix = finishedKeyPrefix(finishedKey, outcome)
+local prefix = checkQueueKeys({ finishedKey }, { outcome })
 -- One more than a batch: whether any is left after it.
 local due = redis.call("ZRANGEBYSCORE", finishedKey, "-inf", timestamp, "LIMIT", "0",
   string.format("%d", count + 1))

@@ -19,18 +19,6 @@
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState
 --- @error -6 JobLockMismatch
--- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
--- lock is gone, -6 when another worker holds it).
-local function checkLock(lockKey, token)
-  local holder = redis.call("GET", lockKey)
-  if not holder then
-    return -2
-  end
-  if holder ~= token then
-    return -6
-  end
-  return 0
-end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
 local function emitEvent(eventsKey, metaKey, event, jobId, ...)
@@ -144,6 +132,37 @@ local function signalWork(markerKey, dueAt)
     redis.call("ZADD", markerKey, dueAt, "next")
   end
 end
+-- Checks that `token` holds the job's lock: 0 when it does, else the failure code (-2 when the
+-- lock is gone, -6 when another worker holds it).
+local function checkLock(lockKey, token)
+  local holder = redis.call("GET", lockKey)
+  if not holder then
+    return -2
+  end
+  if holder ~= token then
+    return -6
+  end
+  return 0
+end
+
+-- Takes an active job back from the worker whose token holds its lock: out of active, its lock
+-- and its stalled mark gone. Returns 0 when it did, else the failure code in the order the
+-- transitions check them, before any write: -2 or -6 (the lock), -1 (no job), -3 (not active).
+local function takeActiveJob(activeKey, stalledKey, jobKey, lockKey, jobId, token)
+  local lockState = checkLock(lockKey, token)
+  if lockState ~= 0 then
+    return lockState
+  end
+  if redis.call("EXISTS", jobKey) == 0 then
+    return -1
+  end
+  if redis.call("LREM", activeKey, "-1", jobId) == 0 then
+    return -3
+  end
+  redis.call("DEL", lockKey)
+  redis.call("SREM", stalledKey, jobId)
+  return 0
+end
 -- A worker's lock token: any text but the empty one, which would name no pickup.
 local function tokenArg(value)
   if value == "" then
@@ -158,23 +177,15 @@ local jobId, token, now = ARGV[1], tokenArg(ARGV[2]), nowArg(ARGV[3])
 local base, jitter = intArg(ARGV[4], "base", 0), fractionArg(ARGV[5], "jitter")
 
 local prefix = queuePrefix(activeKey)
-local lockState = checkLock(lockKey, token)
-if lockState ~= 0 then
+local taken = takeActiveJob(activeKey, stalledKey, jobKey, lockKey, jobId, token)
+if taken ~= 0 then
   -- Re-sent after it landed: the answer was the delay.
-  local answer = landedFinish(prefix, jobId, token)
+  local answer = (taken == -2 or taken == -6) and landedFinish(prefix, jobId, token)
   if answer and string.find(answer, "^%d+$") then
     return tonumber(answer)
   end
-  return lockState
+  return taken
 end
-if redis.call("EXISTS", jobKey) == 0 then
-  return -1
-end
-if redis.call("LREM", activeKey, "-1", jobId) == 0 then
-  return -3
-end
-redis.call("DEL", lockKey)
-redis.call("SREM", stalledKey, jobId)
 local attemptsMade = redis.call("HINCRBY", jobKey, "atm", "1")
 -- The call's own backoff, not the job's option (includes/backoffDelay.lua, moveToFinished-14):
 -- base * 2^(attempt - 1), and the jitter's fraction of that on top.

@@ -35,6 +35,27 @@ local function checkJobId(jobId, what)
     error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
   end
 end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
+local function queuePrefix(key)
+  return string.match(key, "^(emq:{[^{}]*}:)")
+end
+
+-- Refuses, with a Lua error, keys that are not the queue's keys of the names given (`keys[i]`
+-- must be `<prefix><names[i]>`, one prefix for all): the walks delete by the keys a runtime
+-- passes, and a runtime that builds them itself must build them for one queue. Returns the
+-- queue's prefix.
+local function checkQueueKeys(keys, names)
+  local prefix = queuePrefix(keys[1])
+  for i, name in ipairs(names) do
+    if not prefix or keys[i] ~= prefix .. name then
+      error("key " .. keys[i] .. " is not the queue's " .. name .. " key")
+    end
+  end
+  return prefix
+end
 -- An argument that must be one of the words given after `name`, as its header's enum(...) lists
 -- them: enumArg(ARGV[1], "action", "pause", "resume"). Returns the value. The words are compared
 -- one by one, without building a table of them: a call that passes costs a comparison or two.
@@ -50,24 +71,6 @@ local function enumArg(value, name, ...)
     words = words .. (i == count and " or '" or ", '") .. select(i, ...) .. "'"
   end
   error(name .. " must be " .. words .. ", got '" .. tostring(value) .. "'")
-end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
--- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
--- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
--- passes check each against it.
-local function queuePrefix(key)
-  return string.match(key, "^(emq:{[^{}]*}:)")
-end
-
--- The queue's prefix of `finishedKey`, which must be the queue's completed or failed key as
--- `outcome` names it: the scripts that take jobs out of a finished set by the key a runtime
--- passes refuse any other with a Lua error, before any write.
-local function finishedKeyPrefix(finishedKey, outcome)
-  local prefix = queuePrefix(finishedKey)
-  if not prefix or finishedKey ~= prefix .. outcome then
-    error("key " .. finishedKey .. " is not the queue's " .. outcome .. " key")
-  end
-  return prefix
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
@@ -187,7 +190,7 @@ local jobId, outcome = ARGV[1], enumArg(ARGV[2], "outcome", "completed", "failed
 local resetAttempts = ARGV[3] == "1"
 
 checkJobId(jobId, "job id") -- the job's key is built from it
-local prefix = finishedKeyPrefix(finishedKey, outcome)
+local prefix = checkQueueKeys({ finishedKey }, { outcome })
 if redis.call("EXISTS", prefix .. jobId) == 0 then
   return -1
 end

@@ -13,13 +13,16 @@ local function queuePrefix(key)
   return string.match(key, "^(emq:{[^{}]*}:)")
 end
 
--- A key the caller passed, which must be the queue-wide key `name` of one queue
--- ("emq:{q}:<name>"): a script that writes or deletes by it must not reach another key. Returns
--- the queue's prefix; raises a Lua error naming the key otherwise.
-local function checkQueueKey(key, name)
-  local prefix = queuePrefix(key)
-  if not prefix or key ~= prefix .. name then
-    error("key " .. key .. " is not a queue's " .. name .. " key")
+-- Refuses, with a Lua error, keys that are not the queue's keys of the names given (`keys[i]`
+-- must be `<prefix><names[i]>`, one prefix for all): the walks delete by the keys a runtime
+-- passes, and a runtime that builds them itself must build them for one queue. Returns the
+-- queue's prefix.
+local function checkQueueKeys(keys, names)
+  local prefix = queuePrefix(keys[1])
+  for i, name in ipairs(names) do
+    if not prefix or keys[i] ~= prefix .. name then
+      error("key " .. keys[i] .. " is not the queue's " .. name .. " key")
+    end
   end
   return prefix
 end
@@ -59,7 +62,7 @@ local metaKey = KEYS[1]
 -- Stored as sent, so digits only: a pickup hands "duration" to PEXPIRE.
 local max = digitsArg(ARGV[1], "max", 0)
 digitsArg(ARGV[2], "duration", 0)
-checkQueueKey(metaKey, "meta")
+checkQueueKeys({ metaKey }, { "meta" })
 if max == 0 then
   redis.call("HDEL", metaKey, "max", "duration")
 else
