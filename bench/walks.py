@@ -6,7 +6,9 @@ call timed alone (wall time in this process, from before the wrapper is called t
 returns, so it holds the round trip too). `longest ms` is the slowest call of the walk: what a
 walk makes every other client of the server wait at most, against Redis's 5 s
 `busy-reply-threshold`. `redis us/job` is the server's own time inside EVALSHA for the whole
-walk (`INFO commandstats`), per job removed. Each walk runs on a fresh queue.
+walk (`INFO commandstats`), per job removed. Each walk runs on a fresh queue. The tree walks
+remove a flow of about as many jobs: one parent over `jobs / 1000` parents of 1,000 children
+each, so that a record is far larger than a call can read.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 import redis
 
+from echomq_scripts.flows import FlowJob, add_flow
 from echomq_scripts.generated import scripts as emq
 
 QUEUE = "walk"
@@ -54,8 +57,24 @@ def _fill(client: redis.Redis, jobs: int, now: int) -> None:
         pipe.execute()
 
 
-def _walk(client: redis.Redis, name: str, jobs: int, step: Callable[[], bool]) -> WalkRow:
-    """Calls `step` until it says the walk is over, timing each call."""
+def _fill_tree(client: redis.Redis, jobs: int, now: int) -> int:
+    """A flow under job "root": `jobs / 1000` parents of 1,000 pending children each, a parent
+    added a call (not timed). Returns how many jobs it holds."""
+    mids = max(jobs // 1000, 1)
+    for i in range(mids):
+        mid = FlowJob("mid", QUEUE, children=[FlowJob("leaf", QUEUE) for _ in range(1000)])
+        if i == 0:
+            add_flow(client, FlowJob("root", QUEUE, job_id="root", children=[mid]), now=now)
+        else:
+            add_flow(client, mid, now=now, parent_id="root")
+    return 1 + mids * 1001
+
+
+def _walk(
+    client: redis.Redis, name: str, jobs: int, step: Callable[[], bool], kept: int = 0
+) -> WalkRow:
+    """Calls `step` until it says the walk is over, timing each call; `kept` jobs are left
+    waiting (a parent whose children went)."""
     client.config_resetstat()
     times: list[float] = []
     more = True
@@ -69,8 +88,8 @@ def _walk(client: redis.Redis, name: str, jobs: int, step: Callable[[], bool]) -
             f"{name}: the server counted {stats.get('calls')} calls, not {len(times)}"
         )
     left = client.llen(f"emq:{{{QUEUE}}}:wait") + client.llen(f"emq:{{{QUEUE}}}:paused")
-    if left:
-        raise RuntimeError(f"{name}: {left} jobs left after the walk")
+    if left != kept:
+        raise RuntimeError(f"{name}: {left} jobs left waiting after the walk, not {kept}")
     return WalkRow(
         name,
         jobs,
@@ -83,7 +102,8 @@ def _walk(client: redis.Redis, name: str, jobs: int, step: Callable[[], bool]) -
 
 
 def walks(port: int, jobs: int, batch: int, progress: Callable[[str], None]) -> list[WalkRow]:
-    """cleanJobsInSet-5 on wait, then obliterate-20, each on `jobs` jobs, `batch` a call."""
+    """cleanJobsInSet-5 on wait, then obliterate-20, each on `jobs` jobs, `batch` a call; then
+    removeUnprocessedChildren-10 and removeJob-13 on a flow of about as many."""
     client = redis.Redis(host="127.0.0.1", port=port)
     now = round(time.time() * 1000)
     rows = []
@@ -115,6 +135,43 @@ def walks(port: int, jobs: int, batch: int, progress: Callable[[str], None]) -> 
                 lambda: emq.obliterate(client, queue=QUEUE, count=batch, force=False) == 1,
             )
         )
+        client.flushall()
+        progress("walks: filling a flow")
+        tree = _fill_tree(client, jobs, now)
+        progress("walks: removeUnprocessedChildren-10")
+        rows.append(
+            _walk(
+                client,
+                f"removeUnprocessedChildren-10, limit {batch}",
+                tree - 1,
+                lambda: (
+                    emq.remove_unprocessed_children(
+                        client, queue=QUEUE, job_id="root", limit=batch
+                    )[0]
+                    == 1
+                ),
+                kept=1,  # the parent, released
+            )
+        )
+        client.flushall()
+        progress("walks: filling a flow")
+        _fill_tree(client, jobs, now)
+        progress("walks: removeJob-13")
+        rows.append(
+            _walk(
+                client,
+                f"removeJob-13 with its children, limit {batch}",
+                tree,
+                lambda: (
+                    emq.remove_job(
+                        client, queue=QUEUE, job_id="root", remove_children=True, limit=batch
+                    )
+                    == 2
+                ),
+            )
+        )
+        if client.exists(f"emq:{{{QUEUE}}}:root"):
+            raise RuntimeError("removeJob-13: the flow's parent is left after the walk")
         client.flushall()
     finally:
         client.close()

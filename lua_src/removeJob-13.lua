@@ -1,9 +1,10 @@
 --- Removes a job in any state, with its lock, its companion keys and its deduplication id.
 --- Its parent stops waiting for it (and goes on when nothing else holds it). With
 --- remove_children, its children go too, and theirs, to any depth: pending, completed and
---- failed alike. A job a worker holds (its lock exists), or with a descendant held, is refused
---- with 0; a job scheduler's current iteration, or a descendant that is one, answers -8 (remove
---- the scheduler instead).
+--- failed alike, from the bottom up, at most `limit` jobs a call; a tree larger than that takes
+--- more calls, each answering 2 until the last removes the job. A job a worker holds (its lock
+--- exists), or a descendant held that the call reaches, is refused with 0; a job scheduler's
+--- current iteration, or such a descendant, answers -8 (remove the scheduler instead).
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key paused            `emq:{q}:paused`            the paused list
 --- @key active            `emq:{q}:active`            the active list
@@ -19,15 +20,18 @@
 --- @key job               `emq:{q}:<job_id>`          the job's hash
 --- @arg job_id           id    the job's id
 --- @arg remove_children  bool  remove its children too, to any depth
---- @return int  1 when the job was removed, 0 when it, or one of the descendants to remove, is
----     held by a worker
+--- @arg limit            int(1..10000)  the most jobs this call removes (and about the most it reads)
+--- @return int  1 when the job was removed, 2 when part of its tree was and a next call goes on,
+---     0 when it, or a descendant the call reached, is held by a worker
 --- @error -1 JobNotExist
 --- @error -8 JobBelongsToJobScheduler
---- @include "includes/checkJobId"
---- @include "includes/deleteJob"
+--- @include "includes/checkJobKey"
+--- @include "includes/checkQueueKeys"
+--- @include "includes/deleteJobs"
+--- @include "includes/intArg"
 --- @include "includes/leaveParent"
---- @include "includes/queuePrefix"
---- @include "includes/schedulerJobId"
+--- @include "includes/schedulerIteration"
+--- @include "includes/treeBatch"
 
 local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prioritizedKey, completedKey, failedKey, waitingChildrenKey = KEYS[5], KEYS[6], KEYS[7],
@@ -35,84 +39,65 @@ local prioritizedKey, completedKey, failedKey, waitingChildrenKey = KEYS[5], KEY
 local stalledKey, eventsKey, metaKey, schedulersKey, jobKey = KEYS[9], KEYS[10], KEYS[11],
   KEYS[12], KEYS[13]
 local jobId, removeChildren = ARGV[1], ARGV[2] == "1"
+local limit = intArg(ARGV[3], "limit", 1, 10000)
 
 -- A runtime that builds the keys itself must build them for one queue and this id: the script
 -- deletes by them.
-checkJobId(jobId, "job id")
-local prefix = queuePrefix(waitKey)
-local given = { waitKey, pausedKey, activeKey, delayedKey, prioritizedKey, completedKey, failedKey,
-  waitingChildrenKey, stalledKey, eventsKey, metaKey, schedulersKey }
 local names = { "wait", "paused", "active", "delayed", "prioritized", "completed", "failed",
   "waiting-children", "stalled", "events", "meta", "repeat" }
-for i, name in ipairs(names) do
-  if not prefix or given[i] ~= prefix .. name then
-    error("key " .. given[i] .. " is not the queue's " .. name .. " key")
-  end
-end
-if jobKey ~= prefix .. jobId then
-  error("key " .. jobKey .. " is not the key of job '" .. jobId .. "'")
+local queueKeys = { waitKey, pausedKey, activeKey, delayedKey, prioritizedKey, completedKey,
+  failedKey, waitingChildrenKey, stalledKey, eventsKey, metaKey, schedulersKey }
+local prefix = checkQueueKeys(queueKeys, names)
+if checkJobKey(jobKey, jobId, "") ~= prefix then -- the job's key, but in another queue
+  error("key " .. jobKey .. " is not the key of job '" .. jobId .. "' in this queue")
 end
 if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
-local parentKey = redis.call("HGET", jobKey, "parentKey") or nil
 
--- Whether a job is a scheduler's current iteration, not finished: the scheduler moves on from
--- it (a finished one, whose next was never scheduled, an upsert moves past).
-local function schedulersOwn(id)
-  local schedulerId = redis.call("HGET", prefix .. id, "rjk")
-  local millis = schedulerId and redis.call("ZSCORE", schedulersKey, schedulerId)
-  return millis and schedulerJobId(schedulerId, millis) == id
-    and not redis.call("ZSCORE", completedKey, id) and not redis.call("ZSCORE", failedKey, id)
-end
-
--- The jobs to remove, the job first, then its descendants breadth first (no recursion: a tree of
--- any depth), each once. All are checked before the first is removed.
-local doomed = { jobId }
-local seen = { [jobId] = true }
-local head = 1
-while head <= #doomed do
-  local id = doomed[head]
-  head = head + 1
-  if schedulersOwn(id) then
+-- Refuses a job a scheduler moves on from (its current iteration, not finished: a finished one,
+-- whose next was never scheduled, an upsert moves past) and a job a worker holds.
+local function refused(id)
+  if schedulerIteration(prefix, schedulersKey, id) and not redis.call("ZSCORE", completedKey, id)
+      and not redis.call("ZSCORE", failedKey, id) then
     return -8
   end
   if redis.call("EXISTS", prefix .. id .. ":lock") == 1 then
     return 0
   end
-  if removeChildren then
-    local key = prefix .. id
-    local children = redis.call("SMEMBERS", key .. ":dependencies")
-    local records = { redis.call("HKEYS", key .. ":processed"), redis.call("HKEYS", key .. ":failed"),
-      redis.call("ZRANGE", key .. ":unsuccessful", 0, -1) }
-    for _, record in ipairs(records) do
-      for _, childKey in ipairs(record) do
-        children[#children + 1] = childKey
-      end
-    end
-    table.sort(children) -- sets and hashes have no order: sorted, so the events come the same
-    for _, childKey in ipairs(children) do
-      local childId = string.sub(childKey, #prefix + 1)
-      -- A parent's records hold its own queue's job keys; anything else is not a child to take,
-      -- nor is one whose job is gone (removed by its retention).
-      if string.sub(childKey, 1, #prefix) == prefix and not seen[childId]
-          and redis.call("EXISTS", childKey) == 1 then
-        seen[childId] = true
-        doomed[#doomed + 1] = childId
-      end
-    end
-  end
+end
+local code = refused(jobId)
+if code then
+  return code
+end
+local parts = removeChildren and { "dependencies", "processed", "failed", "unsuccessful" } or {}
+local batch, partOf = treeBatch(prefix, jobId, parts, limit, true,
+  function(id) return refused(id) or "take" end)
+if type(batch) == "number" then
+  return batch -- a descendant refused: nothing written
 end
 
 local places = {}
 for i = 1, 8 do
-  places[i] = { given[i], names[i] } -- the eight states, in the keys' order
+  places[i] = { queueKeys[i], names[i] } -- the eight states, in the keys' order
 end
-for _, id in ipairs(doomed) do
-  deleteJob(prefix, id, redis.call("HGET", prefix .. id, "deid") or nil, places, stalledKey,
-    eventsKey, metaKey)
+-- A parent in the tree goes later, or in a later call: its records of the children taken go
+-- now, and it stays where it is.
+local taken = false
+for _, id in ipairs(batch) do
+  local key = prefix .. id
+  if id == jobId then
+    taken = true
+  else
+    redis.call(RECORD_DROP[partOf[key]], redis.call("HGET", key, "parentKey") .. ":" .. partOf[key],
+      key)
+  end
 end
-
--- Last, the parent outside the removed tree: it no longer waits for the job, pending or failed.
+local parentKey = redis.call("HGET", jobKey, "parentKey") or nil
+deleteJobs(prefix, batch, places, stalledKey, eventsKey, metaKey)
+if not taken then
+  return 2 -- the job stays: a next call goes on with what this one left
+end
+-- The job, last: its parent outside the tree no longer waits for it, pending or failed.
 leaveParent(prefix, jobKey, parentKey)
 return 1

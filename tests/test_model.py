@@ -839,14 +839,18 @@ class QueueMachine(RuleBasedStateMachine):
     # -- removing, and deduplication ids by hand --------------------------------------------
 
     @precondition(lambda self: self.model.jobs)
-    @rule(data=st.data(), children=st.booleans())
-    def remove_a_job(self, data: st.DataObject, children: bool) -> None:
-        """removeJob-13 on any job (a held one is refused, a pending iteration is -8), or none."""
-        job_id = data.draw(st.sampled_from([*sorted(self.model.jobs), "ghost"]))
+    @rule(data=st.data(), children=st.booleans(), limit=st.sampled_from([1, 2, 3, 10_000]))
+    def remove_a_job(self, data: st.DataObject, children: bool, limit: int) -> None:
+        """removeJob-13 on any job (a held one is refused, a pending iteration is -8), or none:
+        one call, which with a small limit takes part of a tree (the next may go on)."""
+        parents = sorted(j for j, job in self.model.jobs.items() if job.deps)
+        job_id = data.draw(st.sampled_from([*parents, *sorted(self.model.jobs), "ghost"]))
         got = call(
-            lambda: g.remove_job(self.r, queue=QUEUE, job_id=job_id, remove_children=children)
+            lambda: g.remove_job(
+                self.r, queue=QUEUE, job_id=job_id, remove_children=children, limit=limit
+            )
         )
-        assert got == self.model.remove_job(job_id, children)
+        assert got == self.model.remove_job(job_id, children, limit)
         self.last = None
 
     @precondition(lambda self: self.model.jobs)
@@ -1040,8 +1044,12 @@ class QueueMachine(RuleBasedStateMachine):
         self.last = None
 
     @precondition(lambda self: any(j.parent or j.deps for j in self.model.jobs.values()))
-    @rule(data=st.data(), what=st.sampled_from(["dependency"] * 3 + ["unprocessed"]))
-    def edit_a_flow(self, data: st.DataObject, what: str) -> None:
+    @rule(
+        data=st.data(),
+        what=st.sampled_from(["dependency"] * 3 + ["unprocessed"]),
+        limit=st.sampled_from([1, 2, 10_000]),
+    )
+    def edit_a_flow(self, data: st.DataObject, what: str, limit: int) -> None:
         """removeChildDependency-2 on a child, or removeUnprocessedChildren-10 on a parent: one
         rule, drawn less often than the worker's steps, so that most flows run to their end."""
         if what == "dependency":
@@ -1055,9 +1063,11 @@ class QueueMachine(RuleBasedStateMachine):
             if parents:
                 job_id = data.draw(st.sampled_from(parents))
                 got = call(
-                    lambda: g.remove_unprocessed_children(self.r, queue=QUEUE, job_id=job_id)
+                    lambda: g.remove_unprocessed_children(
+                        self.r, queue=QUEUE, job_id=job_id, limit=limit
+                    )
                 )
-                assert got == self.model.remove_unprocessed_children(job_id)
+                assert got == self.model.remove_unprocessed_children(job_id, limit)
         self.last = None
 
     @precondition(lambda self: self.last is not None)

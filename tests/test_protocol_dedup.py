@@ -195,7 +195,7 @@ def test_a_finishing_job_releases_its_id_and_a_removed_one_too(
     # Removed: a pending child taken away by removeUnprocessedChildren releases its id, TTL or not.
     q.add_flow(q.node("p", q.node("kid", dedup_id="k")))
     q.r.pexpire(q.key("de:k"), 60_000)
-    assert g.remove_unprocessed_children(q.r, queue=q.name, job_id="p") == ["kid"]
+    assert g.remove_unprocessed_children(q.r, queue=q.name, job_id="p", limit=100) == (0, ["kid"])
     q.check()
     assert holder(q, "k") is None
 

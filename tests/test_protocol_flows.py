@@ -400,7 +400,10 @@ def test_removing_unprocessed_children_keeps_the_running_and_the_finished(q: Que
     take(q, "done")
     q.complete("done", '"d"')
     take(q, "x")  # a grandchild that runs: kept, its parent removed
-    assert g.remove_unprocessed_children(q.r, queue=q.name, job_id="p") == ["later", "sub"]
+    assert g.remove_unprocessed_children(q.r, queue=q.name, job_id="p", limit=100) == (
+        0,
+        ["later", "sub"],
+    )
     states = q.check()
     assert states == {"p": "waiting-children", "run": "active", "done": "completed", "x": "active"}
     removed = [e for e in q.events() if e["event"] == "removed"]
@@ -413,6 +416,37 @@ def test_removing_unprocessed_children_keeps_the_running_and_the_finished(q: Que
     assert q.check()["p"] == "wait"
     q.complete("x")  # its parent is gone: nothing is written for it
     assert q.r.exists(q.key("sub:processed")) == 0
+
+
+def test_unprocessed_children_go_in_bounded_calls_and_the_parent_at_the_end(q: Queue) -> None:
+    """A limit of 2: each call removes at most 2, each child after its own; the parent stays in
+    waiting-children between calls, and the call that ends the walk releases it."""
+    q.add_flow(
+        q.node(
+            "p",
+            q.node("a", q.node("a1", delay=1000)),
+            q.node("b", delay=1000),
+            q.node("c", delay=1000),
+        )
+    )
+    replies: list[tuple[int, list[str]]] = []
+    while not replies or replies[-1][0] == 1:
+        replies.append(g.remove_unprocessed_children(q.r, queue=q.name, job_id="p", limit=2))
+        if replies[-1][0] == 1:
+            assert q.check()["p"] == "waiting-children"
+    assert replies == [(1, ["a1", "a"]), (0, ["b", "c"])]
+    assert q.check() == {"p": "wait"}
+
+
+def test_unprocessed_children_held_beyond_the_limit_end_the_walk(q: Queue) -> None:
+    """Two held children and a limit of 1: the call reaches only held ones, so it answers that
+    the walk can do no more (a larger limit reaches further) instead of 1 for ever."""
+    q.add_flow(q.node("p", q.node("a"), q.node("b"), q.node("c")))
+    take(q, "a")
+    take(q, "b")
+    assert g.remove_unprocessed_children(q.r, queue=q.name, job_id="p", limit=1) == (0, [])
+    assert g.remove_unprocessed_children(q.r, queue=q.name, job_id="p", limit=3) == (0, ["c"])
+    assert q.check() == {"p": "waiting-children", "a": "active", "b": "active"}
 
 
 def test_a_flow_across_queues_is_refused_before_anything_is_sent(q: Queue) -> None:
@@ -567,9 +601,17 @@ def test_the_flow_example_of_python_md_prints_what_it_says(
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     printed = re.search(r"print\(.*\)  # (.*) on a new queue", code)
     assert printed is not None
-    exec(compile(code, "docs/python.md", "exec"), {"r": q.r})
+    scope = {"r": q.r}
+    exec(compile(code, "docs/python.md", "exec"), scope)
     assert capsys.readouterr().out == printed.group(1) + "\n"
     assert Queue(q.r, "mail").check() == {"1": "waiting-children", "2": "wait", "3": "prioritized"}
+    # The next example removes the flow, in as many calls as it prints.
+    removing = section.split("```python\n")[2].split("```", 1)[0]
+    said = re.search(r"print\(calls\)  # (\d+)", removing)
+    assert said is not None
+    exec(compile(removing, "docs/python.md", "exec"), scope)
+    assert capsys.readouterr().out == said.group(1) + "\n"
+    assert Queue(q.r, "mail").check() == {}
 
 
 def test_add_flow_async_adds_the_same_flow_on_redis_asyncio(q: Queue) -> None:

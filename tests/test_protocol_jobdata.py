@@ -90,7 +90,9 @@ def test_logs_go_with_their_job(q: Queue) -> None:
     assert not q.r.exists(q.key("done"), keys.logs(q.name, "done"))
     q.complete("kept")
     assert logs(q, "kept") == ["hello"]
-    assert checked(q, lambda: g.remove_job(q.r, queue=q.name, job_id="kept", remove_children=False))
+    assert checked(
+        q, lambda: g.remove_job(q.r, queue=q.name, job_id="kept", remove_children=False, limit=100)
+    )
     assert not q.r.exists(keys.logs(q.name, "kept"))
 
 

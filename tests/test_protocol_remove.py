@@ -8,13 +8,13 @@ import pytest
 from echomq_scripts import generated as g
 from echomq_scripts.generated import errors
 from echomq_scripts.runtime import LuaError
-from tests.support.invariants import NOW
+from tests.support.invariants import NOW, text
 from tests.support.queue_harness import Queue
 
 
-def remove(q: Queue, job_id: str, children: bool = False) -> int:
+def remove(q: Queue, job_id: str, children: bool = False, limit: int = 10_000) -> int:
     try:
-        return g.remove_job(q.r, queue=q.name, job_id=job_id, remove_children=children)
+        return g.remove_job(q.r, queue=q.name, job_id=job_id, remove_children=children, limit=limit)
     finally:
         q.check()
 
@@ -87,7 +87,7 @@ def test_remove_children_takes_the_whole_tree_finished_or_not(q: Queue) -> None:
     # mid was root's last pending child: root goes on.
     assert q.check() == {"root": "wait", "done": "completed"}
     removed = [e["jobId"] for e in q.events() if e["event"] == "removed"]
-    assert removed == ["mid", "leaf1", "leaf2"]
+    assert removed == ["leaf1", "leaf2", "mid"]  # each job after its children
     assert remove(q, "root", children=True) == 1
     assert q.check() == {}
 
@@ -131,7 +131,7 @@ def test_a_hostile_id_or_a_key_of_another_job_is_refused_before_any_write(
     before = q.check()
     call_keys = [*g.remove_job_keys(q.name, "a")[:12], q.key(key)]
     with pytest.raises(LuaError, match=message):
-        q.raw("removeJob", call_keys, [job_id, "0"])
+        q.raw("removeJob", call_keys, [job_id, "0", "100"])
     assert q.check() == before
     assert q.r.hget(q.key("meta"), "paused") is not None
 
@@ -146,6 +146,125 @@ def test_keys_built_under_a_jobs_name_are_refused(q: Queue) -> None:
     names = [k.removeprefix(q.key("")) for k in g.remove_job_keys(q.name, "x")[:12]]
     crafted = [q.key(f"P:{name}") for name in names] + [q.key("P:processed")]
     with pytest.raises(LuaError, match="is not the queue's wait key"):
-        q.raw("removeJob", crafted, ["processed", "0"])
+        q.raw("removeJob", crafted, ["processed", "0", "100"])
     assert q.check() == before
     assert q.r.exists(q.key("P:processed")) == 1
+
+
+# -- a tree removed in bounded calls ---------------------------------------------------------
+
+
+def test_a_tree_larger_than_the_limit_goes_in_calls_each_after_its_children(q: Queue) -> None:
+    """A limit of 3 on a tree of 9: every call removes at most 3, each job after its children,
+    what a call leaves is still a tree (a parent whose children went stays where it was, not
+    released), and the last call removes the job and lets its own parent go on."""
+    q.add_flow(
+        q.node(
+            "top",
+            q.node(
+                "root",
+                q.node("c"),
+                q.node("a", q.node("a1"), q.node("a2")),
+                q.node("b", q.node("b1"), q.node("b2")),
+            ),
+        )
+    )
+    assert q.take_id() == "c"
+    q.complete("c")  # a finished child goes with the tree too
+    answers: list[int] = []
+    removed: list[str] = []
+    while not answers or answers[-1] == 2:
+        before = len(q.events())
+        answers.append(remove(q, "root", children=True, limit=3))
+        batch = [e["jobId"] for e in q.events()[before:] if e["event"] == "removed"]
+        assert 0 < len(batch) <= 3
+        removed += batch
+        if answers[-1] == 2:
+            assert q.check()["root"] == "waiting-children"
+            assert q.check()["top"] == "waiting-children"  # its child is still there
+    assert answers == [2, 2, 1]
+    assert removed == ["a1", "a2", "a", "b1", "b2", "b", "c", "root"]
+    assert q.check() == {"top": "wait"}
+    assert q.r.exists(q.key("top:dependencies")) == 0
+
+
+def test_a_chain_deeper_than_the_limit_is_cut_and_removed(q: Queue) -> None:
+    """A chain of 12 with a limit of 2: the walk cannot reach the bottom, so a call that can take
+    nothing moves the first job past its reach under the top, and the chain still goes, in a
+    bounded number of calls, with every state a tree between them."""
+    chain = q.node("c12")
+    for depth in range(11, -1, -1):
+        chain = q.node(f"c{depth}", chain)
+    q.add_flow(chain)
+    calls = 0
+    while remove(q, "c0", children=True, limit=2) == 2:
+        calls += 1
+        assert calls < 40
+        for job_id in q.check():
+            if job_id != "c0":
+                # Every job left hangs from a job left, which names it pending.
+                parent = text(q.r.hget(q.key(job_id), "parentKey") or b"")
+                assert q.r.sismember(f"{parent}:dependencies", q.key(job_id))
+    assert q.check() == {}
+    assert sorted(e["jobId"] for e in q.events() if e["event"] == "removed") == sorted(
+        f"c{d}" for d in range(13)
+    )
+
+
+def test_a_held_descendant_refuses_the_call_that_reaches_it(q: Queue) -> None:
+    """What earlier calls removed stays removed; the call that reaches the held job writes
+    nothing; once the worker lets go, the walk goes on."""
+    q.add_flow(q.node("p", q.node("z"), q.node("a"), q.node("b")))
+    assert q.take_id() == "z"
+    assert remove(q, "p", children=True, limit=1) == 2  # a
+    assert remove(q, "p", children=True, limit=1) == 2  # b
+    before = (q.check(), q.events())
+    assert remove(q, "p", children=True, limit=1) == 0  # z is held
+    assert (q.check(), q.events()) == before
+    q.complete("z")
+    assert remove(q, "p", children=True, limit=1) == 2  # z
+    assert remove(q, "p", children=True, limit=1) == 1
+    assert q.check() == {}
+
+
+def test_records_of_gone_children_do_not_hold_a_removal_back(q: Queue) -> None:
+    """A parent whose completed children its retention removed keeps their values in
+    :processed: a walk drops such entries as it meets them, even many more than its limit."""
+    q.add_flow(
+        q.node("p", *(q.node(f"k{i:02}", opts={"removeOnComplete": True}) for i in range(40)))
+    )
+    for _ in range(40):
+        q.complete(q.take_id())
+    assert q.r.hlen(q.key("p:processed")) == 40
+    assert q.check() == {"p": "wait"}
+    calls = 0
+    while remove(q, "p", children=True, limit=5) == 2:
+        calls += 1
+        assert calls < 20
+    assert q.check() == {}
+    assert q.r.exists(q.key("p:processed")) == 0
+
+
+def test_a_limit_out_of_range_is_refused(q: Queue) -> None:
+    q.add("a")
+    for limit in ("0", "10001", "x"):
+        with pytest.raises(LuaError, match="limit must be an integer from 1 to 10000"):
+            q.raw("removeJob", g.remove_job_keys(q.name, "a"), ["a", "1", limit])
+    assert q.check() == {"a": "wait"}
+
+
+def test_a_job_key_of_another_queue_is_refused(q: Queue) -> None:
+    """The queue's keys with job a's key under another prefix (the same slot): refused."""
+    q.add("a")
+    before = q.check()
+    call_keys = [*g.remove_job_keys(q.name, "a")[:12], f"other:{{{q.name}}}:a"]
+    with pytest.raises(LuaError, match="is not the key of job 'a'"):
+        q.raw("removeJob", call_keys, ["a", "1", "10"])
+    call_keys = [*g.remove_unprocessed_children_keys(q.name, "a")[:9], f"other:{{{q.name}}}:a"]
+    with pytest.raises(LuaError, match="is not the key of job 'a'"):
+        q.raw("removeUnprocessedChildren", call_keys, ["a", "10"])
+    with pytest.raises(LuaError, match="limit must be an integer from 1 to 10000"):
+        q.raw(
+            "removeUnprocessedChildren", g.remove_unprocessed_children_keys(q.name, "a"), ["a", "0"]
+        )
+    assert q.check() == before

@@ -203,7 +203,7 @@ def test_remove_a_scheduler_mid_run(q: Queue) -> None:
 def test_removing_the_pending_iteration_directly_is_minus_8(q: Queue) -> None:
     pending, _ = upsert(q, every=EVERY, start_date=NOW + EVERY)
     with pytest.raises(errors.JobBelongsToJobScheduler) as refused:
-        g.remove_job(q.r, queue=q.name, job_id=pending, remove_children=False)
+        g.remove_job(q.r, queue=q.name, job_id=pending, remove_children=False, limit=100)
     assert refused.value.code == -8
     assert q.check() == {pending: "delayed"}
 
@@ -306,7 +306,9 @@ def test_the_worked_timeline_of_protocol_md_is_what_the_scripts_answer(q: Queue)
     replies += picked_and_updated(1_200_000)
     replies.append(added(upsert(q, "report", every=60_000, now=1_200_000)))
     with pytest.raises(errors.JobBelongsToJobScheduler) as refused:
-        g.remove_job(q.r, queue=q.name, job_id="repeat-report-1240000", remove_children=False)
+        g.remove_job(
+            q.r, queue=q.name, job_id="repeat-report-1240000", remove_children=False, limit=100
+        )
     replies.append(str(refused.value.code))
     replies.append(added(upsert(q, "report", every=120_000, now=1_200_000)))
     assert q.state("repeat-report-1240000") == "unknown"
@@ -461,5 +463,5 @@ def test_a_finished_current_iteration_can_be_removed(q: Queue) -> None:
     first, _ = upsert(q, every=EVERY, limit=1)
     assert run_iteration(q, NOW) == [first]
     assert q.check() == {first: "completed"}
-    assert g.remove_job(q.r, queue=q.name, job_id=first, remove_children=False) == 1
+    assert g.remove_job(q.r, queue=q.name, job_id=first, remove_children=False, limit=100) == 1
     assert q.check() == {}

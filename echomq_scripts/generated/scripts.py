@@ -7133,7 +7133,7 @@ _REMOVE_JOB = Script(
         name="removeJob",
         script_id="removeJob-13",
         num_keys=13,
-        sha1="8115c42e9eba1767fcf861ee0a2f1eb3db8785e9",
+        sha1="97a972a74473af9cd79a9e66311d0934e6cb25e4",
         returns="int",
         codes=(-1, -8),
         package="echomq_scripts.generated",
@@ -7179,11 +7179,13 @@ def _remove_job_call(
     keys: RemoveJobKeys | None,
     job_id: str,
     remove_children: bool,
+    limit: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "removeJob-13"
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
         runtime.bool_arg(_script, "remove_children", remove_children),
+        runtime.int_arg(_script, "limit", limit, low=1, high=10000),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -7209,6 +7211,7 @@ def remove_job(
     *,
     job_id: str,
     remove_children: bool,
+    limit: int,
     queue: str | None = None,
     keys: RemoveJobKeys | None = None,
 ) -> int:
@@ -7216,17 +7219,20 @@ def remove_job(
 
     Its parent stops waiting for it (and goes on when nothing else holds it). With
     remove_children, its children go too, and theirs, to any depth: pending, completed and
-    failed alike. A job a worker holds (its lock exists), or with a descendant held, is
-    refused with 0; a job scheduler's current iteration, or a descendant that is one,
-    answers -8 (remove the scheduler instead).
+    failed alike, from the bottom up, at most `limit` jobs a call; a tree larger than that
+    takes more calls, each answering 2 until the last removes the job. A job a worker holds
+    (its lock exists), or a descendant held that the call reaches, is refused with 0; a job
+    scheduler's current iteration, or such a descendant, answers -8 (remove the scheduler
+    instead).
 
     Args:
         job_id (id): the job's id
         remove_children (bool): remove its children too, to any depth
+        limit (int(1..10000)): the most jobs this call removes (and about the most it reads)
 
     Returns:
-        int: 1 when the job was removed, 0 when it, or one of the descendants to remove, is
-        held by a worker
+        int: 1 when the job was removed, 2 when part of its tree was and a next call goes
+        on, 0 when it, or a descendant the call reached, is held by a worker
 
     Raises:
         JobNotExist: the script returned -1.
@@ -7237,6 +7243,7 @@ def remove_job(
         keys,
         job_id,
         remove_children,
+        limit,
     )
     _reply = _REMOVE_JOB.run(client, _keys, _args)
     return cast(int, _REMOVE_JOB.result(_reply, job_id))
@@ -7247,6 +7254,7 @@ async def remove_job_async(
     *,
     job_id: str,
     remove_children: bool,
+    limit: int,
     queue: str | None = None,
     keys: RemoveJobKeys | None = None,
 ) -> int:
@@ -7256,6 +7264,7 @@ async def remove_job_async(
         keys,
         job_id,
         remove_children,
+        limit,
     )
     _reply = await _REMOVE_JOB.run_async(client, _keys, _args)
     return cast(int, _REMOVE_JOB.result(_reply, job_id))
@@ -7266,6 +7275,7 @@ def remove_job_pipeline(
     *,
     job_id: str,
     remove_children: bool,
+    limit: int,
     queue: str | None = None,
     keys: RemoveJobKeys | None = None,
 ) -> Pending[int]:
@@ -7275,6 +7285,7 @@ def remove_job_pipeline(
         keys,
         job_id,
         remove_children,
+        limit,
     )
     _index = _REMOVE_JOB.add_to_pipeline(pipe, _keys, _args)
     return Pending(_REMOVE_JOB, _index, job_id)
@@ -7711,8 +7722,8 @@ _REMOVE_UNPROCESSED_CHILDREN = Script(
         name="removeUnprocessedChildren",
         script_id="removeUnprocessedChildren-10",
         num_keys=10,
-        sha1="83a8b4de119ad14d9d15bef9590204d3efa4fe80",
-        returns="list[string]",
+        sha1="d0dd2d63a1d0c232b7c600830ec7e14b0f64661d",
+        returns="tuple[int, list[string]]",
         codes=(-1,),
         package="echomq_scripts.generated",
         templates=(
@@ -7753,10 +7764,12 @@ def _remove_unprocessed_children_call(
     queue: str | None,
     keys: RemoveUnprocessedChildrenKeys | None,
     job_id: str,
+    limit: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "removeUnprocessedChildren-10"
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
+        runtime.int_arg(_script, "limit", limit, low=1, high=10000),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -7781,23 +7794,28 @@ def remove_unprocessed_children(
     client: SyncClient,
     *,
     job_id: str,
+    limit: int,
     queue: str | None = None,
     keys: RemoveUnprocessedChildrenKeys | None = None,
-) -> list[str]:
-    """Removes a parent's pending children, and theirs, to any depth: each from its state, with
-    its
+) -> tuple[int, list[str]]:
+    """Removes a parent's pending children, and theirs, to any depth, from the bottom up, at
+    most
 
-    hash, its companion keys and its deduplication id, and a `removed` event. A child that a
-    worker holds (its lock exists) is kept, with its own children. A pending child has not
-    finished, so none is in completed or failed: the children that finished are the parent's
-    results, and stay. The parent, with nothing pending any more, moves out of waiting-
+    `limit` a call: each from its state, with its hash, its companion keys and its
+    deduplication id, and a `removed` event. A child that a worker holds (its lock exists)
+    is kept, with its own children. A pending child has not finished, so none is in
+    completed or failed: the children that finished are the parent's results, and stay. When
+    the walk is over, the parent, with nothing pending any more, moves out of waiting-
     children as when its last child completes.
 
     Args:
         job_id (id): the parent's id
+        limit (int(1..10000)): the most children this call removes (and about the most it
+        reads)
 
     Returns:
-        list[string]: the ids removed, the parent's own children first
+        tuple[int, list[string]]: 1 when a next call goes on, 0 when the walk is over (no
+        child left that it can take), and the ids removed, each after its own children
 
     Raises:
         JobNotExist: the script returned -1.
@@ -7806,40 +7824,45 @@ def remove_unprocessed_children(
         queue,
         keys,
         job_id,
+        limit,
     )
     _reply = _REMOVE_UNPROCESSED_CHILDREN.run(client, _keys, _args)
-    return cast(list[str], _REMOVE_UNPROCESSED_CHILDREN.result(_reply, job_id))
+    return cast(tuple[int, list[str]], _REMOVE_UNPROCESSED_CHILDREN.result(_reply, job_id))
 
 
 async def remove_unprocessed_children_async(
     client: AsyncClient,
     *,
     job_id: str,
+    limit: int,
     queue: str | None = None,
     keys: RemoveUnprocessedChildrenKeys | None = None,
-) -> list[str]:
+) -> tuple[int, list[str]]:
     """`remove_unprocessed_children` for redis.asyncio clients."""
     _keys, _args = _remove_unprocessed_children_call(
         queue,
         keys,
         job_id,
+        limit,
     )
     _reply = await _REMOVE_UNPROCESSED_CHILDREN.run_async(client, _keys, _args)
-    return cast(list[str], _REMOVE_UNPROCESSED_CHILDREN.result(_reply, job_id))
+    return cast(tuple[int, list[str]], _REMOVE_UNPROCESSED_CHILDREN.result(_reply, job_id))
 
 
 def remove_unprocessed_children_pipeline(
     pipe: PipelineClient,
     *,
     job_id: str,
+    limit: int,
     queue: str | None = None,
     keys: RemoveUnprocessedChildrenKeys | None = None,
-) -> Pending[list[str]]:
+) -> Pending[tuple[int, list[str]]]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _remove_unprocessed_children_call(
         queue,
         keys,
         job_id,
+        limit,
     )
     _index = _REMOVE_UNPROCESSED_CHILDREN.add_to_pipeline(pipe, _keys, _args)
     return Pending(_REMOVE_UNPROCESSED_CHILDREN, _index, job_id)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1291,25 +1291,120 @@ class QueueModel:
         self._release(parent.id, when_done=True)
         return 1
 
-    def remove_unprocessed_children(self, job_id: str) -> list[str] | int:
+    def remove_unprocessed_children(self, job_id: str, limit: int) -> tuple[int, list[str]] | int:
+        """removeUnprocessedChildren-10."""
         if job_id not in self.jobs:
             return -1
-        line = sorted(self.jobs[job_id].pending, key=lambda c: self.job_key(c).encode())
-        removed: list[str] = []
-        for child_id in line:  # the loop sees what it appends: breadth first
+
+        def verdict(child_id: str) -> str | int:
+            return "keep" if self.jobs[child_id].lock is not None else "take"
+
+        walked = self._tree_batch(job_id, ("pending",), limit, False, verdict)
+        assert not isinstance(walked, int)
+        batch, over, moved = walked
+        for child_id in batch:
             child = self.jobs[child_id]
-            if child.lock is not None:
-                continue
-            line += sorted(child.pending, key=lambda c: self.job_key(c).encode())
+            assert child.parent is not None
+            self.jobs[child.parent].pending.discard(child_id)
             self._remove_from_state(child_id)
-            if child.parent is not None and child.parent in self.jobs:
-                self.jobs[child.parent].pending.discard(child_id)
             self._release_dedup(child)
             del self.jobs[child_id]
             self._emit("removed", child_id, "prev", child.state)
-            removed.append(child_id)
-        self._release(job_id, when_done=True)
-        return removed
+        if over or not (batch or moved):
+            self._release(job_id, when_done=True)
+            return 0, batch
+        return 1, batch
+
+    def _tree_batch(
+        self,
+        top_id: str,
+        parts: tuple[str, ...],
+        limit: int,
+        take_top: bool,
+        verdict: Callable[[str], str | int],
+    ) -> tuple[list[str], bool, bool] | int:
+        """includes/treeBatch.lua: one call's share of a removal from the bottom up. `parts` are
+        the Job's records the walk follows ("pending", "processed", "ignored", "unsuccessful").
+        Returns the jobs taken (each after its children), whether the walk is over, and whether
+        a child was moved under the top; or the code a verdict ended the call with."""
+
+        def children(node_id: str, room: int) -> tuple[list[str], bool]:
+            node = self.jobs[node_id]
+            kids: list[str] = []
+            for part in parts:
+                record: Any = getattr(node, part)
+                # A record of more than 32 entries would be sampled: the model's trees stay small.
+                assert len(record) <= max(room, 32), (node_id, part, len(record))
+                for kid in sorted(record):
+                    found = self.jobs.get(kid)
+                    if found is not None and found.parent == node_id:
+                        kids.append(kid)
+                    elif isinstance(record, set):
+                        record.discard(kid)  # a record of a gone child is dropped as met
+                    else:
+                        del record[kid]
+            kids.sort(key=lambda c: self.job_key(c).encode())
+            return kids[:room], len(kids) <= room
+
+        @dataclass
+        class Frame:
+            id: str
+            kids: list[str] | None = None
+            whole: bool = True
+            keep: bool = False
+            at: int = 0
+            done: bool = True
+
+        top = Frame(top_id)
+        frames, batch = [top], list[str]()
+        visits, stuck, over = 0, None, False
+        while frames:
+            frame = frames[-1]
+            if frame.kids is None:
+                visits += 1
+                ruling = "take" if frame is top else verdict(frame.id)
+                if isinstance(ruling, int):
+                    return ruling
+                frame.keep = ruling == "keep"
+                frame.kids = []
+                if not frame.keep:
+                    frame.kids, frame.whole = children(frame.id, limit + 1 - visits)
+            if frame.at < len(frame.kids) and visits <= limit:
+                frames.append(Frame(frame.kids[frame.at]))
+                frame.at += 1
+                continue
+            frames.pop()
+            complete = frame.done and frame.whole and frame.at == len(frame.kids)
+            if not complete and stuck is None and frame is not top:
+                stuck = frame
+            if complete and not frame.keep and (frame is not top or take_top):
+                if len(batch) < limit:
+                    batch.append(frame.id)
+                else:
+                    complete = False
+            if frame is top:
+                over = complete
+            elif not complete:
+                frames[-1].done = False
+        if batch or stuck is None:
+            return batch, over, False
+        assert stuck.kids is not None
+        if stuck.at < len(stuck.kids):
+            moving: str | None = stuck.kids[stuck.at]
+        else:
+            moving = next(iter(children(stuck.id, 1)[0]), None)
+        if moving is not None:  # under the top, with its entry's value
+            for part in parts:
+                record = getattr(self.jobs[stuck.id], part)
+                if moving in record:
+                    to = getattr(self.jobs[top_id], part)
+                    if isinstance(record, set):
+                        record.discard(moving)
+                        to.add(moving)
+                    else:
+                        to[moving] = record.pop(moving)
+            self.jobs[moving].parent = top_id
+        return batch, over, True
 
     def _remove_from_state(self, job_id: str) -> None:
         for listed in (self.wait, self.paused_list, self.active):
@@ -1323,41 +1418,40 @@ class QueueModel:
 
     # -- removing -------------------------------------------------------------------------
 
-    def remove_job(self, job_id: str, children: bool) -> int:
+    def remove_job(self, job_id: str, children: bool, limit: int) -> int:
         """removeJob-13."""
         job = self.jobs.get(job_id)
         if job is None:
             return -1
 
-        def schedulers_own(found: Job) -> bool:
+        def refused(found: Job) -> int | None:
             owner = self.schedulers.get(found.scheduler or "")
-            return (
+            if (
                 owner is not None
                 and iteration_id(found.scheduler or "", owner.next) == found.id
                 and found.state not in ("completed", "failed")
-            )
-
-        doomed, seen = [job_id], {job_id}
-        for at in doomed:  # the loop sees what it appends: breadth first
-            found = self.jobs.get(at)
-            if found is None:
-                continue
-            if schedulers_own(found):
+            ):
                 return -8
-            if found.lock is not None:
-                return 0
-            if children:
-                kids = [*found.pending, *found.processed, *found.ignored, *found.unsuccessful]
-                for kid in sorted(kids, key=lambda c: self.job_key(c).encode()):
-                    if kid not in seen and kid in self.jobs:
-                        seen.add(kid)
-                        doomed.append(kid)
-        for at in doomed:
-            gone = self.jobs.get(at)
+            return 0 if found.lock is not None else None
+
+        code = refused(job)
+        if code is not None:
+            return code
+        parts = ("pending", "processed", "ignored", "unsuccessful") if children else ()
+
+        def verdict(at: str) -> str | int:
+            code = refused(self.jobs[at])
+            return "take" if code is None else code
+
+        walked = self._tree_batch(job_id, parts, limit, True, verdict)
+        if isinstance(walked, int):
+            return walked
+        for at in walked[0]:
+            gone = self.jobs.pop(at)
             prev = "unknown"
             for listed in (self.wait, self.paused_list, self.active):
                 if at in listed:
-                    prev = gone.state if gone is not None else prev
+                    prev = gone.state
                     while at in listed:
                         listed.remove(at)
             for scored in (
@@ -1367,15 +1461,20 @@ class QueueModel:
                 self.failed,
                 self.waiting_children,
             ):
-                if scored.pop(at, None) is not None and gone is not None:
+                if scored.pop(at, None) is not None:
                     prev = gone.state
             self.stalled.discard(at)
-            if gone is not None:
-                self._release_dedup(gone)
-                del self.jobs[at]
+            self._release_dedup(gone)
             self._emit("removed", at, "prev", prev)
-        self._leave_parent(job)
-        return 1
+            if at == job_id:
+                self._leave_parent(job)
+                return 1
+            above = self.jobs[gone.parent or ""]
+            above.pending.discard(at)
+            above.processed.pop(at, None)
+            above.ignored.pop(at, None)
+            above.unsuccessful.pop(at, None)
+        return 2
 
     def remove_deduplication_key(self, dedup_id: str, job_id: str) -> int:
         """removeDeduplicationKey-2."""

@@ -1,9 +1,10 @@
 --- Removes a job in any state, with its lock, its companion keys and its deduplication id.
 --- Its parent stops waiting for it (and goes on when nothing else holds it). With
 --- remove_children, its children go too, and theirs, to any depth: pending, completed and
---- failed alike. A job a worker holds (its lock exists), or with a descendant held, is refused
---- with 0; a job scheduler's current iteration, or a descendant that is one, answers -8 (remove
---- the scheduler instead).
+--- failed alike, from the bottom up, at most `limit` jobs a call; a tree larger than that takes
+--- more calls, each answering 2 until the last removes the job. A job a worker holds (its lock
+--- exists), or a descendant held that the call reaches, is refused with 0; a job scheduler's
+--- current iteration, or such a descendant, answers -8 (remove the scheduler instead).
 --- @key wait              `emq:{q}:wait`              the wait list
 --- @key paused            `emq:{q}:paused`            the paused list
 --- @key active            `emq:{q}:active`            the active list
@@ -19,8 +20,9 @@
 --- @key job               `emq:{q}:<job_id>`          the job's hash
 --- @arg job_id           id    the job's id
 --- @arg remove_children  bool  remove its children too, to any depth
---- @return int  1 when the job was removed, 0 when it, or one of the descendants to remove, is
----     held by a worker
+--- @arg limit            int(1..10000)  the most jobs this call removes (and about the most it reads)
+--- @return int  1 when the job was removed, 2 when part of its tree was and a next call goes on,
+---     0 when it, or a descendant the call reached, is held by a worker
 --- @error -1 JobNotExist
 --- @error -8 JobBelongsToJobScheduler
 -- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
@@ -39,6 +41,41 @@ local function checkJobId(jobId, what)
       and string.find(RESERVED_JOB_IDS, " " .. jobId .. " ", 1, true) then
     error(what .. " '" .. jobId .. "' is the name of one of the queue's own keys")
   end
+end
+-- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
+-- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
+-- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
+-- passes check each against it.
+local function queuePrefix(key)
+  return string.match(key, "^(emq:{[^{}]*}:)")
+end
+
+-- Refuses a key that is not job `jobId`'s own (`part` ""), or its companion key named `part`
+-- (":lock", ":logs"), in some queue; and an id that breaks the id rule. The scripts that write
+-- by a job's key a runtime passes check it so: a runtime that builds the key itself must build
+-- it for this id. Returns the queue's prefix.
+local function checkJobKey(key, jobId, part)
+  checkJobId(jobId, "job id")
+  local prefix = queuePrefix(key)
+  if not prefix or key ~= prefix .. jobId .. part then
+    error("key " .. key .. " is not the " .. (part == "" and "key" or part .. " key") .. " of job '"
+      .. jobId .. "'")
+  end
+  return prefix
+end
+
+-- Refuses, with a Lua error, keys that are not the queue's keys of the names given (`keys[i]`
+-- must be `<prefix><names[i]>`, one prefix for all): the walks delete by the keys a runtime
+-- passes, and a runtime that builds them itself must build them for one queue. Returns the
+-- queue's prefix.
+local function checkQueueKeys(keys, names)
+  local prefix = queuePrefix(keys[1])
+  for i, name in ipairs(names) do
+    if not prefix or keys[i] ~= prefix .. name then
+      error("key " .. keys[i] .. " is not the queue's " .. name .. " key")
+    end
+  end
+  return prefix
 end
 -- Appends an event to the queue's stream, trimmed to about the length the queue's meta hash
 -- sets in "max-events" (decimal digits; unset, or anything else, reads as 10000).
@@ -67,28 +104,92 @@ local function removeJobKeys(prefix, jobId)
     jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
 end
 
--- Deletes a job in whatever state holds it: out of that state (`places`, the states to look in,
--- each { key, name }), and out of the stalled set; its deduplication id (`dedupId`, its "deid",
--- or nil) released as on removal; its hash and companion keys deleted; and a `removed` event
--- with the state it was in. What its parent records of it is the caller's to mend.
-local function deleteJob(prefix, jobId, dedupId, places, stalledKey, eventsKey, metaKey)
-  local prev = "unknown"
-  for _, place in ipairs(places) do
-    local name = place[2]
-    local removed
-    if name == "wait" or name == "paused" or name == "active" then
-      removed = redis.call("LREM", place[1], "0", jobId)
-    else
-      removed = redis.call("ZREM", place[1], jobId)
+-- The entries a list search reads at a time.
+local LIST_READ = 1000
+
+-- Takes the ids of `wanted` (id -> true; `count` of them) that the list at `listKey` holds out of
+-- it in one pass from the tail, where the oldest are, that stops once all are found: each found
+-- entry is marked ("" is no job's id) and the marks go together at the end. A search per id
+-- (LREM) would read the list once per job: a batch on a long wait list would cost its length
+-- times the batch. Returns the ids found, as a set.
+local function takeFromList(listKey, wanted, count)
+  local found, marks = {}, 0
+  local length = redis.call("LLEN", listKey)
+  local from = length -- the entries from the tail not read yet end before this place
+  while from > 0 and marks < count do
+    local first = math.max(from - LIST_READ, 0)
+    local entries = redis.call("LRANGE", listKey, first, from - 1)
+    for i = #entries, 1, -1 do
+      local id = entries[i]
+      if wanted[id] and not found[id] then
+        found[id] = true
+        marks = marks + 1
+        -- From the tail: LSET walks to a negative place from that end.
+        redis.call("LSET", listKey, first + i - 1 - length, "")
+      end
     end
-    if removed > 0 then
-      prev = name
+    from = first
+  end
+  if marks > 0 then
+    redis.call("LREM", listKey, -marks, "")
+  end
+  return found
+end
+
+-- Deletes jobs (`ids`, in that order) in whatever states hold them: out of that state (`places`,
+-- the states to look in, each { key, name }), and out of the stalled set; each one's
+-- deduplication id released as on removal; its hash and companion keys deleted; and a `removed`
+-- event with the state it was in. What their parents record of them is the caller's to mend.
+local function deleteJobs(prefix, ids, places, stalledKey, eventsKey, metaKey)
+  local prev, inNoSet, unplaced = {}, {}, 0
+  for _, id in ipairs(ids) do
+    for _, place in ipairs(places) do
+      local name = place[2]
+      if name ~= "wait" and name ~= "paused" and name ~= "active"
+          and redis.call("ZREM", place[1], id) == 1 then
+        prev[id] = name
+      end
+    end
+    if not prev[id] then
+      inNoSet[id] = true
+      unplaced = unplaced + 1
     end
   end
-  redis.call("SREM", stalledKey, jobId)
-  releaseDedupId(prefix, jobId, dedupId)
-  removeJobKeys(prefix, jobId)
-  emitEvent(eventsKey, metaKey, "removed", jobId, "prev", prev)
+  for _, place in ipairs(places) do
+    local name = place[2]
+    if unplaced > 0 and (name == "wait" or name == "paused" or name == "active") then
+      for id in pairs(takeFromList(place[1], inNoSet, unplaced)) do
+        prev[id] = name
+        inNoSet[id] = nil
+        unplaced = unplaced - 1
+      end
+    end
+  end
+  for _, id in ipairs(ids) do
+    redis.call("SREM", stalledKey, id)
+    releaseDedupId(prefix, id, redis.call("HGET", prefix .. id, "deid") or nil)
+    removeJobKeys(prefix, id)
+    emitEvent(eventsKey, metaKey, "removed", id, "prev", prev[id] or "unknown")
+  end
+end
+-- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
+-- error that names the argument: scripts read their arguments before they write anything, so a
+-- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
+-- the generated wrappers refuse the same values before sending them.
+
+-- Integers stop at 2^53 - 1, the largest a Lua number holds exactly.
+local MAX_INTEGER = 9007199254740991
+
+-- An integer argument from `low` to `high` (nil: 2^53 - 1).
+local function intArg(value, name, low, high)
+  local number = tonumber(value)
+  high = high or MAX_INTEGER
+  if not number or number % 1 ~= 0 or number < low or number > high then
+    local upTo = high == MAX_INTEGER and "2^53 - 1" or tostring(high)
+    error(name .. " must be an integer from " .. low .. " to " .. upTo .. ", got '"
+      .. tostring(value) .. "'")
+  end
+  return number
 end
 -- Priorities are scored priority * 2^32 + a queue-wide counter, so jobs of one priority leave
 -- in the order they arrived. 2^53 bounds the score: priorities go up to 2^21 - 1.
@@ -144,13 +245,6 @@ local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, marker
   end
   return pushReady(waitKey, pausedKey, markerKey, paused, jobId, lifo)
 end
--- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
--- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
--- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
--- passes check each against it.
-local function queuePrefix(key)
-  return string.match(key, "^(emq:{[^{}]*}:)")
-end
 
 -- Moves a parent out of waiting-children to where a ready job goes: prioritized when its hash has
 -- a priority, else wait, or paused while the queue is paused. With `whenDone` it goes only once no
@@ -195,90 +289,225 @@ local function schedulerJobId(schedulerId, millis)
   return "repeat-" .. schedulerId .. "-" .. string.format("%d", tonumber(millis))
 end
 
+-- Whether a job is a job scheduler's current iteration: its "rjk" names a scheduler whose score
+-- gives the job's id. The walks that empty a queue's keys keep it, as removeJob-13 refuses it:
+-- the scheduler moves on only from it.
+local function schedulerIteration(prefix, schedulersKey, jobId)
+  local schedulerId = redis.call("HGET", prefix .. jobId, "rjk")
+  local millis = schedulerId and redis.call("ZSCORE", schedulersKey, schedulerId)
+  return millis and schedulerJobId(schedulerId, millis) == jobId or false
+end
+-- One call's share of a walk that removes a tree of jobs from the bottom up (removeJob-13 with
+-- its children, removeUnprocessedChildren-10). A call reads at most `limit` + 1 jobs (the top
+-- and `limit` below it) and takes at most `limit`, each only once every child of it is taken
+-- or kept, so what a call leaves is still a tree: its next call starts again from the top.
+
+-- Up to this many entries a record of children is read whole and sorted, whatever room the walk
+-- has left: a small tree is walked in one order on every server. A larger record, when the
+-- walk has less room than it holds, gives a sample of the room's size.
+local SMALL_RECORD = 32
+
+local RECORD_SIZE = { dependencies = "SCARD", processed = "HLEN", failed = "HLEN",
+  unsuccessful = "ZCARD" }
+local RECORD_DROP = { dependencies = "SREM", processed = "HDEL", failed = "HDEL",
+  unsuccessful = "ZREM" }
+
+-- The entries (children's job keys) of one of a job's records: all of them, or `n` (a sample).
+local function recordEntries(recordKey, part, n)
+  if n == 0 then
+    return {}
+  elseif part == "dependencies" then
+    return n and redis.call("SRANDMEMBER", recordKey, n) or redis.call("SMEMBERS", recordKey)
+  elseif part == "unsuccessful" then
+    return redis.call("ZRANGE", recordKey, 0, n and n - 1 or -1)
+  end
+  return n and redis.call("HRANDFIELD", recordKey, n) or redis.call("HKEYS", recordKey)
+end
+
+-- The children of the job at `nodeKey` in its records `parts`, sorted, at most `room` of them;
+-- `partOf` learns which record names each. A child is a job of this queue whose parentKey is the
+-- node: an entry naming anything else (a child removed by its retention, an id used again) is
+-- dropped from the record as the walk meets it, so that records of gone children do not hold a
+-- removal back. Returns the children and whether they are all of them.
+local function treeChildren(prefix, nodeKey, parts, room, partOf)
+  local kids, whole = {}, true
+  for _, part in ipairs(parts) do
+    local recordKey = nodeKey .. ":" .. part
+    local entries
+    if redis.call(RECORD_SIZE[part], recordKey) <= math.max(room, SMALL_RECORD) then
+      entries = recordEntries(recordKey, part)
+    else
+      entries = recordEntries(recordKey, part, room)
+      whole = false
+    end
+    for _, childKey in ipairs(entries) do
+      local childId = string.sub(childKey, #prefix + 1)
+      -- pcall: an entry naming a key that is no hash answers an error, not a parentKey.
+      if string.sub(childKey, 1, #prefix) == prefix and not string.find(childId, ":", 1, true)
+          and redis.pcall("HGET", childKey, "parentKey") == nodeKey then
+        kids[#kids + 1] = childKey
+        partOf[childKey] = part
+      else
+        redis.call(RECORD_DROP[part], recordKey, childKey)
+      end
+    end
+  end
+  table.sort(kids)
+  if #kids > room then
+    for i = #kids, room + 1, -1 do
+      kids[i] = nil
+    end
+    whole = false
+  end
+  return kids, whole
+end
+
+-- Moves the child `childKey` from the record `part` of its parent to the same record of the
+-- tree's top, with its entry's value or score: a chain deeper than a call can walk is cut so.
+local function moveUnderTop(topKey, parentKey, childKey, part)
+  local from, to = parentKey .. ":" .. part, topKey .. ":" .. part
+  if part == "dependencies" then
+    redis.call("SMOVE", from, to, childKey)
+  elseif part == "unsuccessful" then
+    redis.call("ZADD", to, redis.call("ZSCORE", from, childKey), childKey)
+    redis.call("ZREM", from, childKey)
+  else
+    redis.call("HSET", to, childKey, redis.call("HGET", from, childKey))
+    redis.call("HDEL", from, childKey)
+  end
+  redis.call("HSET", childKey, "parentKey", topKey)
+end
+
+-- Walks the tree under the job `topId` depth first, children in the order of their keys, and
+-- answers the jobs this call takes, each after its children (the top last, when `takeTop` and
+-- the whole tree fits), `partOf` (which record of its parent names each), and whether the walk
+-- is over (every job below the top taken or kept). `verdict(id)` rules on each job below the top
+-- as the walk reaches it: "take", "keep" (it stays, with its children, and does not hold its
+-- parent back), or a reply code that ends the call before anything is written. When nothing could be taken because a chain of children runs deeper than
+-- the walk can go, the first child past the walk's reach is moved under the top (the next call
+-- takes the chain above it), and the fourth answer is true: the call did something.
+local function treeBatch(prefix, topId, parts, limit, takeTop, verdict)
+  local top = { id = topId }
+  local frames, batch, partOf = { top }, {}, {}
+  local visits, stuck, over = 0, nil, false
+  while #frames > 0 do
+    local frame = frames[#frames]
+    if not frame.kids then
+      visits = visits + 1
+      local ruling = frame == top and "take" or verdict(frame.id)
+      if type(ruling) == "number" then
+        return ruling
+      end
+      frame.keep = ruling == "keep"
+      frame.kids, frame.whole = {}, true
+      if not frame.keep then
+        frame.kids, frame.whole = treeChildren(prefix, prefix .. frame.id, parts,
+          limit + 1 - visits, partOf)
+      end
+      frame.at, frame.done = 1, true
+    end
+    if frame.at <= #frame.kids and visits <= limit then
+      frames[#frames + 1] = { id = string.sub(frame.kids[frame.at], #prefix + 1) }
+      frame.at = frame.at + 1
+    else
+      frames[#frames] = nil
+      local complete = frame.done and frame.whole and frame.at > #frame.kids
+      if not complete and not stuck and frame ~= top then
+        stuck = frame -- the first job the walk could not finish: the deepest of its first path
+      end
+      if complete and not frame.keep and (frame ~= top or takeTop) then
+        if #batch < limit then
+          batch[#batch + 1] = frame.id
+        else
+          complete = false
+        end
+      end
+      if frame == top then
+        over = complete
+      elseif not complete then
+        frames[#frames].done = false
+      end
+    end
+  end
+  if #batch > 0 or not stuck then
+    return batch, partOf, over, false
+  end
+  local stuckKey = prefix .. stuck.id
+  local childKey = stuck.kids[stuck.at]
+  if not childKey then
+    childKey = treeChildren(prefix, stuckKey, parts, 1, partOf)[1]
+  end
+  if childKey then
+    moveUnderTop(prefix .. topId, stuckKey, childKey, partOf[childKey])
+  end
+  return batch, partOf, over, true
+end
+
 local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prioritizedKey, completedKey, failedKey, waitingChildrenKey = KEYS[5], KEYS[6], KEYS[7],
   KEYS[8]
 local stalledKey, eventsKey, metaKey, schedulersKey, jobKey = KEYS[9], KEYS[10], KEYS[11],
   KEYS[12], KEYS[13]
 local jobId, removeChildren = ARGV[1], ARGV[2] == "1"
+local limit = intArg(ARGV[3], "limit", 1, 10000)
 
 -- A runtime that builds the keys itself must build them for one queue and this id: the script
 -- deletes by them.
-checkJobId(jobId, "job id")
-local prefix = queuePrefix(waitKey)
-local given = { waitKey, pausedKey, activeKey, delayedKey, prioritizedKey, completedKey, failedKey,
-  waitingChildrenKey, stalledKey, eventsKey, metaKey, schedulersKey }
 local names = { "wait", "paused", "active", "delayed", "prioritized", "completed", "failed",
   "waiting-children", "stalled", "events", "meta", "repeat" }
-for i, name in ipairs(names) do
-  if not prefix or given[i] ~= prefix .. name then
-    error("key " .. given[i] .. " is not the queue's " .. name .. " key")
-  end
-end
-if jobKey ~= prefix .. jobId then
-  error("key " .. jobKey .. " is not the key of job '" .. jobId .. "'")
+local queueKeys = { waitKey, pausedKey, activeKey, delayedKey, prioritizedKey, completedKey,
+  failedKey, waitingChildrenKey, stalledKey, eventsKey, metaKey, schedulersKey }
+local prefix = checkQueueKeys(queueKeys, names)
+if checkJobKey(jobKey, jobId, "") ~= prefix then -- the job's key, but in another queue
+  error("key " .. jobKey .. " is not the key of job '" .. jobId .. "' in this queue")
 end
 if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
-local parentKey = redis.call("HGET", jobKey, "parentKey") or nil
 
--- Whether a job is a scheduler's current iteration, not finished: the scheduler moves on from
--- it (a finished one, whose next was never scheduled, an upsert moves past).
-local function schedulersOwn(id)
-  local schedulerId = redis.call("HGET", prefix .. id, "rjk")
-  local millis = schedulerId and redis.call("ZSCORE", schedulersKey, schedulerId)
-  return millis and schedulerJobId(schedulerId, millis) == id
-    and not redis.call("ZSCORE", completedKey, id) and not redis.call("ZSCORE", failedKey, id)
-end
-
--- The jobs to remove, the job first, then its descendants breadth first (no recursion: a tree of
--- any depth), each once. All are checked before the first is removed.
-local doomed = { jobId }
-local seen = { [jobId] = true }
-local head = 1
-while head <= #doomed do
-  local id = doomed[head]
-  head = head + 1
-  if schedulersOwn(id) then
+-- Refuses a job a scheduler moves on from (its current iteration, not finished: a finished one,
+-- whose next was never scheduled, an upsert moves past) and a job a worker holds.
+local function refused(id)
+  if schedulerIteration(prefix, schedulersKey, id) and not redis.call("ZSCORE", completedKey, id)
+      and not redis.call("ZSCORE", failedKey, id) then
     return -8
   end
   if redis.call("EXISTS", prefix .. id .. ":lock") == 1 then
     return 0
   end
-  if removeChildren then
-    local key = prefix .. id
-    local children = redis.call("SMEMBERS", key .. ":dependencies")
-    local records = { redis.call("HKEYS", key .. ":processed"), redis.call("HKEYS", key .. ":failed"),
-      redis.call("ZRANGE", key .. ":unsuccessful", 0, -1) }
-    for _, record in ipairs(records) do
-      for _, childKey in ipairs(record) do
-        children[#children + 1] = childKey
-      end
-    end
-    table.sort(children) -- sets and hashes have no order: sorted, so the events come the same
-    for _, childKey in ipairs(children) do
-      local childId = string.sub(childKey, #prefix + 1)
-      -- A parent's records hold its own queue's job keys; anything else is not a child to take,
-      -- nor is one whose job is gone (removed by its retention).
-      if string.sub(childKey, 1, #prefix) == prefix and not seen[childId]
-          and redis.call("EXISTS", childKey) == 1 then
-        seen[childId] = true
-        doomed[#doomed + 1] = childId
-      end
-    end
-  end
+end
+local code = refused(jobId)
+if code then
+  return code
+end
+local parts = removeChildren and { "dependencies", "processed", "failed", "unsuccessful" } or {}
+local batch, partOf = treeBatch(prefix, jobId, parts, limit, true,
+  function(id) return refused(id) or "take" end)
+if type(batch) == "number" then
+  return batch -- a descendant refused: nothing written
 end
 
 local places = {}
 for i = 1, 8 do
-  places[i] = { given[i], names[i] } -- the eight states, in the keys' order
+  places[i] = { queueKeys[i], names[i] } -- the eight states, in the keys' order
 end
-for _, id in ipairs(doomed) do
-  deleteJob(prefix, id, redis.call("HGET", prefix .. id, "deid") or nil, places, stalledKey,
-    eventsKey, metaKey)
+-- A parent in the tree goes later, or in a later call: its records of the children taken go
+-- now, and it stays where it is.
+local taken = false
+for _, id in ipairs(batch) do
+  local key = prefix .. id
+  if id == jobId then
+    taken = true
+  else
+    redis.call(RECORD_DROP[partOf[key]], redis.call("HGET", key, "parentKey") .. ":" .. partOf[key],
+      key)
+  end
 end
-
--- Last, the parent outside the removed tree: it no longer waits for the job, pending or failed.
+local parentKey = redis.call("HGET", jobKey, "parentKey") or nil
+deleteJobs(prefix, batch, places, stalledKey, eventsKey, metaKey)
+if not taken then
+  return 2 -- the job stays: a next call goes on with what this one left
+end
+-- The job, last: its parent outside the tree no longer waits for it, pending or failed.
 leaveParent(prefix, jobKey, parentKey)
 return 1
