@@ -44,7 +44,10 @@ def counts(q: Queue, job_id: str) -> dict[str, int]:
 
 
 def dependencies(q: Queue, job_id: str) -> tuple[Any, ...]:
-    return g.get_dependencies(q.r, queue=q.name, job_id=job_id)
+    """getDependencies-4 of a parent whose records are all small: each comes whole, cursor 0."""
+    *records, cursors = g.get_dependencies(q.r, queue=q.name, job_id=job_id, count=10_000)
+    assert cursors == ["0"] * 4
+    return tuple(records)
 
 
 def take(q: Queue, job_id: str) -> None:
@@ -447,6 +450,129 @@ def test_unprocessed_children_held_beyond_the_limit_end_the_walk(q: Queue) -> No
     assert g.remove_unprocessed_children(q.r, queue=q.name, job_id="p", limit=1) == (0, [])
     assert g.remove_unprocessed_children(q.r, queue=q.name, job_id="p", limit=3) == (0, ["c"])
     assert q.check() == {"p": "waiting-children", "a": "active", "b": "active"}
+
+
+# -- getDependencies-4, a record at a time -----------------------------------------------------
+
+# getDependencies-4's parts in the order it answers them, by the record paginate-1 reads.
+PARTS: tuple[g.PaginatePart, ...] = ("processed", "dependencies", "failed", "unsuccessful")
+
+
+def parent_of_every_kind(q: Queue, each: int, *, pending: bool, long_ids: bool) -> list[Any]:
+    """Parent p with `each` children of each kind, and what getDependencies-4 answers for it
+    whole: completed ones with the value '"v-<id>"', pending ones (when `pending`, delayed past
+    the test), ones failed under ignoreDependencyOnFailure with the reason "r-<id>", and ones
+    failed with no policy, a millisecond apart so that their failure times order them. Long ids
+    make every record a hash table: Redis keeps a small record whose entries are all 64 bytes or
+    shorter as a listpack, which a scan reads whole in one page whatever its COUNT."""
+    kinds = ["done", "ignored", "failed", *(["pending"] if pending else [])]
+    pad = "x" * 60 if long_ids else ""
+    children = [
+        q.node(
+            f"{kind}{pad}-{i:02}",
+            opts={"ignoreDependencyOnFailure": True} if kind == "ignored" else {},
+            delay=60_000 if kind == "pending" else 0,
+        )
+        for kind in kinds
+        for i in reversed(range(each))  # so that failure order is not byte order
+    ]
+    q.add_flow(q.node("p", *children))
+    now, failed = NOW, []
+    while job_id := q.take_id(now=now):
+        now += 1
+        if job_id.startswith("done"):
+            q.complete(job_id, f'"v-{job_id}"', now=now)
+        else:
+            q.fail(job_id, f"r-{job_id}", now=now)
+            if job_id.startswith("failed"):
+                failed.append(q.key(job_id))
+    ids = {kind: [c.job_id for c in children if c.job_id.startswith(kind)] for kind in kinds}
+    return [
+        {q.key(c): f'"v-{c}"' for c in ids["done"]},
+        sorted(q.key(c) for c in ids.get("pending", [])),
+        {q.key(c): f"r-{c}" for c in ids["ignored"]},
+        failed,
+    ]
+
+
+def encoding(q: Queue, part: str) -> str:
+    """How Redis keeps p's record `part`, which decides how a scan pages it."""
+    return text(q.r.object("encoding", q.key(f"p:{part}")))
+
+
+def page_on(q: Queue, part: g.PaginatePart, cursor: str, count: int) -> list[Any]:
+    """paginate-1 of p's record `part` from `cursor` to the end: its entries in the form
+    getDependencies-4 answers a page of them, (key, value) from a hash and keys from the set and
+    the sorted set."""
+    found: list[Any] = []
+    while cursor != "0":
+        cursor, _size, page = g.paginate(
+            q.r, queue=q.name, job_id="p", part=part, cursor=cursor, count=count
+        )
+        if part in ("processed", "failed"):
+            found += zip(page[::2], page[1::2], strict=True)
+        elif part == "unsuccessful":
+            found += page[::2]  # without the scores
+        else:
+            found += page
+    return found
+
+
+def test_records_larger_than_count_come_as_a_page_and_a_cursor_paginate_goes_on_from(
+    q: Queue,
+) -> None:
+    """20 children of each kind: at count 20 or more each record comes whole with cursor 0; below
+    it, each comes as a page and a cursor, and paginate-1 from there reads the rest, every entry
+    exactly once: nothing writes between the calls, so no record's table is resized under the
+    walk, which is what makes a scan answer an entry twice."""
+    whole = parent_of_every_kind(q, 20, pending=True, long_ids=True)
+    assert [len(record) for record in whole] == [20] * 4
+    assert [encoding(q, part) for part in PARTS] == [*["hashtable"] * 3, "skiplist"]
+    for count in (20, 10_000):
+        assert g.get_dependencies(q.r, queue=q.name, job_id="p", count=count) == (
+            *whole,
+            ["0"] * 4,
+        )
+    *pages, cursors = g.get_dependencies(q.r, queue=q.name, job_id="p", count=2)
+    for part, page, cursor, record in zip(PARTS, pages, cursors, whole, strict=True):
+        # 20 entries in a table of 32 buckets, of which a scan of COUNT 2 looks at up to 21:
+        # it stops before the end, and with a page that holds some.
+        assert cursor != "0", part
+        assert page, part
+        first: list[Any] = list(page.items()) if isinstance(page, dict) else list(page)
+        every = first + page_on(q, part, cursor, 2)
+        entries = list(record.items()) if isinstance(record, dict) else record
+        assert sorted(every) == sorted(entries), part
+
+
+def test_a_record_larger_than_count_that_a_scan_reads_at_once_comes_whole(q: Queue) -> None:
+    """Three children of each finished kind with short ids: three records larger than count 1
+    that Redis keeps as listpacks, which a scan reads in one page. Each comes whole, with cursor
+    0: the failed ones oldest first, as a whole record comes."""
+    whole = parent_of_every_kind(q, 3, pending=False, long_ids=False)
+    assert [encoding(q, part) for part in ("processed", "failed", "unsuccessful")] == [
+        "listpack"
+    ] * 3
+    assert whole[3] == [q.key(f"failed-{i:02}") for i in (2, 1, 0)]
+    assert g.get_dependencies(q.r, queue=q.name, job_id="p", count=1) == (*whole, ["0"] * 4)
+
+
+def test_get_dependencies_refuses_a_count_out_of_1_to_10000(q: Queue) -> None:
+    q.add_flow(q.node("p", q.node("c")))
+    call_keys = g.get_dependencies_keys(q.name, "p")
+    for count in ("0", "10001", "1.5", "x", ""):
+        refusal = f"count must be an integer from 1 to 10000, got '{count}'"
+        with pytest.raises(LuaError, match=re.escape(refusal)):
+            q.raw("getDependencies", call_keys, ["p", count])
+        # The arguments are read first: a job that is not there gets the same refusal.
+        with pytest.raises(LuaError, match="count must be an integer from 1 to 10000"):
+            q.raw("getDependencies", g.get_dependencies_keys(q.name, "none"), ["none", count])
+    for bad in (0, 10_001):
+        with pytest.raises(ArgumentError, match="count"):
+            g.get_dependencies(q.r, queue=q.name, job_id="p", count=bad)
+    with pytest.raises(errors.JobNotExist):
+        g.get_dependencies(q.r, queue=q.name, job_id="none", count=1)
+    assert q.raw("getDependencies", call_keys, ["p", "1"]) == ({}, [q.key("c")], {}, [], ["0"] * 4)
 
 
 def test_a_flow_across_queues_is_refused_before_anything_is_sent(q: Queue) -> None:

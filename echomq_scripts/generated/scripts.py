@@ -2496,8 +2496,8 @@ _GET_DEPENDENCIES = Script(
         name="getDependencies",
         script_id="getDependencies-4",
         num_keys=4,
-        sha1="5c72e18cac353ce65ac289ff0624f0af321ea22e",
-        returns="tuple[hash, list[string], hash, list[string]]",
+        sha1="7a6ef0765da3f358a8110f49f568b1da9b318838",
+        returns="tuple[hash, list[string], hash, list[string], list[string]]",
         codes=(-1,),
         package="echomq_scripts.generated",
         templates=(
@@ -2532,10 +2532,12 @@ def _get_dependencies_call(
     queue: str | None,
     keys: GetDependenciesKeys | None,
     job_id: str,
+    count: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "getDependencies-4"
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
+        runtime.int_arg(_script, "count", count, low=1, high=10000),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -2560,24 +2562,31 @@ def get_dependencies(
     client: SyncClient,
     *,
     job_id: str,
+    count: int,
     queue: str | None = None,
     keys: GetDependenciesKeys | None = None,
-) -> tuple[dict[str, str], list[str], dict[str, str], list[str]]:
-    """Reads a parent's children by what became of them: the completed ones with their return
-    values
+) -> tuple[dict[str, str], list[str], dict[str, str], list[str], list[str]]:
+    """Reads a parent's children by what became of them, each record whole or its first scan
+    page.
 
-    (processed), the pending ones (unprocessed), the ones that failed under
-    ignoreDependencyOnFailure or continueParentOnFailure with their failure reasons
-    (ignored), and the ones that failed under failParentOnFailure or no policy, oldest
-    failure first (failed). Children are named by their job keys (emq:{q}:<id>), as the
-    parent's keys hold them. It only reads.
+    The completed ones with their return values (processed), the pending ones (unprocessed),
+    the ones that failed under ignoreDependencyOnFailure or continueParentOnFailure with
+    their failure reasons (ignored), and the ones that failed under failParentOnFailure or
+    no policy, oldest failure first (failed). A record of at most `count` entries comes
+    whole, with cursor "0"; a larger one comes as paginate-1's first page of it and the
+    cursor paginate-1 goes on from (a first page that holds the whole record comes as the
+    whole record). Children are named by their job keys (emq:{q}:<id>), as the parent's keys
+    hold them. It only reads.
 
     Args:
         job_id (id): the parent's id
+        count (int(1..10000)): the most entries a record answered whole holds; the scan's
+        COUNT
 
     Returns:
-        tuple[hash, list[string], hash, list[string]]: processed, unprocessed, ignored and
-        failed
+        tuple[hash, list[string], hash, list[string], list[string]]: processed, unprocessed
+        (sorted when whole), ignored, failed (keys only: oldest failure first when whole),
+        and the four records' cursors in that order ("0": the record came whole)
 
     Raises:
         JobNotExist: the script returned -1.
@@ -2586,10 +2595,11 @@ def get_dependencies(
         queue,
         keys,
         job_id,
+        count,
     )
     _reply = _GET_DEPENDENCIES.run(client, _keys, _args)
     return cast(
-        tuple[dict[str, str], list[str], dict[str, str], list[str]],
+        tuple[dict[str, str], list[str], dict[str, str], list[str], list[str]],
         _GET_DEPENDENCIES.result(_reply, job_id),
     )
 
@@ -2598,18 +2608,20 @@ async def get_dependencies_async(
     client: AsyncClient,
     *,
     job_id: str,
+    count: int,
     queue: str | None = None,
     keys: GetDependenciesKeys | None = None,
-) -> tuple[dict[str, str], list[str], dict[str, str], list[str]]:
+) -> tuple[dict[str, str], list[str], dict[str, str], list[str], list[str]]:
     """`get_dependencies` for redis.asyncio clients."""
     _keys, _args = _get_dependencies_call(
         queue,
         keys,
         job_id,
+        count,
     )
     _reply = await _GET_DEPENDENCIES.run_async(client, _keys, _args)
     return cast(
-        tuple[dict[str, str], list[str], dict[str, str], list[str]],
+        tuple[dict[str, str], list[str], dict[str, str], list[str], list[str]],
         _GET_DEPENDENCIES.result(_reply, job_id),
     )
 
@@ -2618,14 +2630,16 @@ def get_dependencies_pipeline(
     pipe: PipelineClient,
     *,
     job_id: str,
+    count: int,
     queue: str | None = None,
     keys: GetDependenciesKeys | None = None,
-) -> Pending[tuple[dict[str, str], list[str], dict[str, str], list[str]]]:
+) -> Pending[tuple[dict[str, str], list[str], dict[str, str], list[str], list[str]]]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _get_dependencies_call(
         queue,
         keys,
         job_id,
+        count,
     )
     _index = _GET_DEPENDENCIES.add_to_pipeline(pipe, _keys, _args)
     return Pending(_GET_DEPENDENCIES, _index, job_id)

@@ -185,6 +185,18 @@ class KeptAdd:
     priority: int
 
 
+@dataclass(frozen=True)
+class DependenciesRead:
+    """getDependencies-4 of a parent as the model knows it: its four records whole, as the script
+    answers a whole record (processed, unprocessed sorted, ignored, failed oldest first), and
+    which of them hold more than `count` entries. The script may answer such a record by the
+    first page of its scan instead, which the server picks: a test checks that page against the
+    whole record."""
+
+    records: tuple[dict[str, str], list[str], dict[str, str], list[str]]
+    paged: tuple[bool, bool, bool, bool]
+
+
 @dataclass
 class Scheduler:
     """A job scheduler: `emq:{q}:repeat:<id>` and its score in `emq:{q}:repeat`."""
@@ -1258,18 +1270,25 @@ class QueueModel:
             return -1
         return len(job.processed), len(job.pending), len(job.ignored), len(job.unsuccessful)
 
-    def get_dependencies(
-        self, job_id: str
-    ) -> tuple[dict[str, str], list[str], dict[str, str], list[str]] | int:
+    def get_dependencies(self, job_id: str, count: int) -> DependenciesRead | int:
         job = self.jobs.get(job_id)
         if job is None:
             return -1
         failed = sorted(job.unsuccessful, key=lambda c: (job.unsuccessful[c], self.job_key(c)))
-        return (
+        records = (
             {self.job_key(c): v for c, v in job.processed.items()},
             sorted(self.job_key(c) for c in job.pending),
             {self.job_key(c): v for c, v in job.ignored.items()},
             [self.job_key(c) for c in failed],
+        )
+        return DependenciesRead(
+            records,
+            (
+                len(job.processed) > count,
+                len(job.pending) > count,
+                len(job.ignored) > count,
+                len(job.unsuccessful) > count,
+            ),
         )
 
     def remove_child_dependency(self, job_id: str) -> int:
