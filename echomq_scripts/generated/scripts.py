@@ -4720,8 +4720,8 @@ def move_job_from_active_to_wait_pipeline(
 class MoveJobsToWaitKeys(NamedTuple):
     """The keys of moveJobsToWait-8, in KEYS order."""
 
-    finished: str
-    """The completed or the failed set (emq:{q}:<outcome>)"""
+    source: str
+    """The set the jobs come from: completed, failed or delayed (emq:{q}:<state>)"""
     wait: str
     """The wait list (emq:{q}:wait)"""
     paused: str
@@ -4738,21 +4738,21 @@ class MoveJobsToWaitKeys(NamedTuple):
     """The marker idle workers block on (emq:{q}:marker)"""
 
 
-MoveJobsToWaitOutcome = Literal["completed", "failed"]
-"""The values of `outcome`."""
-_MOVE_JOBS_TO_WAIT_OUTCOME: tuple[str, ...] = get_args(MoveJobsToWaitOutcome)
+MoveJobsToWaitState = Literal["completed", "failed", "delayed"]
+"""The values of `state`."""
+_MOVE_JOBS_TO_WAIT_STATE: tuple[str, ...] = get_args(MoveJobsToWaitState)
 
 _MOVE_JOBS_TO_WAIT = Script(
     ScriptSpec(
         name="moveJobsToWait",
         script_id="moveJobsToWait-8",
         num_keys=8,
-        sha1="0cf762553c3dbabcd0c824d11819173ee06193dd",
+        sha1="069c5c56c4958989f714706ed7ebd0622f000206",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
         templates=(
-            "emq:{q}:<outcome>",
+            "emq:{q}:<state>",
             "emq:{q}:wait",
             "emq:{q}:paused",
             "emq:{q}:prioritized",
@@ -4769,15 +4769,15 @@ _MOVE_JOBS_TO_WAIT = Script(
 
 def move_jobs_to_wait_keys(
     queue: str,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
 ) -> MoveJobsToWaitKeys:
     """The keys of moveJobsToWait-8 for `queue` and the ids they name."""
     _script = "moveJobsToWait-8"
-    runtime.enum_arg(_script, "outcome", outcome, _MOVE_JOBS_TO_WAIT_OUTCOME)
+    runtime.enum_arg(_script, "state", state, _MOVE_JOBS_TO_WAIT_STATE)
     _built = _MOVE_JOBS_TO_WAIT.keys_for(
         queue,
         {
-            "outcome": outcome,
+            "state": state,
         },
     )
     return MoveJobsToWaitKeys(*_built)
@@ -4786,13 +4786,13 @@ def move_jobs_to_wait_keys(
 def _move_jobs_to_wait_call(
     queue: str | None,
     keys: MoveJobsToWaitKeys | None,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
     count: int,
     timestamp: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveJobsToWait-8"
     _encoded: list[bytes] = [
-        runtime.enum_arg(_script, "outcome", outcome, _MOVE_JOBS_TO_WAIT_OUTCOME),
+        runtime.enum_arg(_script, "state", state, _MOVE_JOBS_TO_WAIT_STATE),
         runtime.int_arg(_script, "count", count, low=1, high=1000),
         runtime.int_arg(_script, "timestamp", timestamp, low=0),
     ]
@@ -4804,7 +4804,7 @@ def _move_jobs_to_wait_call(
         _checked = _MOVE_JOBS_TO_WAIT.keys_for(
             queue,
             {
-                "outcome": outcome,
+                "state": state,
             },
         )
     elif queue is not None:
@@ -4818,23 +4818,26 @@ def _move_jobs_to_wait_call(
 def move_jobs_to_wait(
     client: SyncClient,
     *,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
     count: int,
     timestamp: int,
     queue: str | None = None,
     keys: MoveJobsToWaitKeys | None = None,
 ) -> int:
-    """Runs finished jobs again in bulk: the completed or failed jobs that finished at
-    `timestamp`
+    """Makes jobs ready in bulk: finished jobs to run again, or delayed jobs promoted.
 
-    or before, oldest first, at most `count` a call, each as reprocessJob sends one back
-    (its attempts made kept). Answers whether more remain, so a caller calls again until 0:
-    one call stays short however many jobs there are.
+    With `completed` or `failed`, the jobs of that set that finished at `timestamp` or
+    before, oldest first, each as reprocessJob sends one back (its attempts made kept); with
+    `delayed`, the delayed jobs due at `timestamp` or before, earliest first, each as
+    promote promotes one (BullMQ's promoteJobs). At most `count` a call. Answers whether
+    more remain, so a caller calls again until 0: one call stays short however many jobs
+    there are.
 
     Args:
-        outcome (enum(completed|failed)): the set to take jobs from
+        state (enum(completed|failed|delayed)): the set to take jobs from
         count (int(1..1000)): the most jobs this call moves
-        timestamp (int(0..)): only jobs that finished at this time or before, ms
+        timestamp (int(0..)): only jobs that finished (completed, failed) or are due
+        (delayed) at this time or before, ms
 
     Returns:
         int: 1 when more such jobs remain, 0 when none does
@@ -4842,7 +4845,7 @@ def move_jobs_to_wait(
     _keys, _args = _move_jobs_to_wait_call(
         queue,
         keys,
-        outcome,
+        state,
         count,
         timestamp,
     )
@@ -4853,7 +4856,7 @@ def move_jobs_to_wait(
 async def move_jobs_to_wait_async(
     client: AsyncClient,
     *,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
     count: int,
     timestamp: int,
     queue: str | None = None,
@@ -4863,7 +4866,7 @@ async def move_jobs_to_wait_async(
     _keys, _args = _move_jobs_to_wait_call(
         queue,
         keys,
-        outcome,
+        state,
         count,
         timestamp,
     )
@@ -4874,7 +4877,7 @@ async def move_jobs_to_wait_async(
 def move_jobs_to_wait_pipeline(
     pipe: PipelineClient,
     *,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
     count: int,
     timestamp: int,
     queue: str | None = None,
@@ -4884,7 +4887,7 @@ def move_jobs_to_wait_pipeline(
     _keys, _args = _move_jobs_to_wait_call(
         queue,
         keys,
-        outcome,
+        state,
         count,
         timestamp,
     )
