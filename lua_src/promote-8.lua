@@ -14,8 +14,7 @@
 --- @error -1 JobNotExist
 --- @error -3 JobNotInState
 --- @include "includes/checkJobId"
---- @include "includes/emitEvent"
---- @include "includes/enqueueReadyJob"
+--- @include "includes/promoteJob"
 --- @include "includes/queuePrefix"
 
 local delayedKey, waitKey, pausedKey, prioritizedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -24,15 +23,11 @@ local jobId = ARGV[1]
 
 checkJobId(jobId, "job id") -- the job's key is built from it
 local prefix = queuePrefix(delayedKey)
-local jobKey = prefix .. jobId
-if redis.call("EXISTS", jobKey) == 0 then
+if redis.call("EXISTS", prefix .. jobId) == 0 then
   return -1
 end
-if redis.call("ZREM", delayedKey, jobId) == 0 then
+if not promoteJob(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
+    metaKey, prefix, jobId, redis.call("HEXISTS", metaKey, "paused") == 1) then
   return -3
 end
-local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-  redis.call("HEXISTS", metaKey, "paused") == 1)
-redis.call("HSET", jobKey, "delay", "0")
-emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "prev", "delayed")
 return 0

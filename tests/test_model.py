@@ -59,6 +59,7 @@ DEDUP_IDS = ["d1", "d2"]
 OUTCOMES: tuple[Literal["completed", "failed"], ...] = ("completed", "failed")
 # getDependencies-4's four parts, in the order it answers them, by the record paginate-1 reads.
 FLOW_PARTS: tuple[g.PaginatePart, ...] = ("processed", "dependencies", "failed", "unsuccessful")
+BULK_STATES: tuple[Literal["completed", "failed", "delayed"], ...] = (*OUTCOMES, "delayed")
 SCHEDULER_IDS = ["s1", "s2"]
 RETENTION_RULES: list[object] = [
     None,
@@ -670,16 +671,26 @@ class QueueMachine(RuleBasedStateMachine):
         got: Any
         want: Any
         if what == "moveJobsToWait":
-            # The set that holds jobs, mostly; a count of 1 often, so that some are left.
-            sets = {"completed": model.completed, "failed": model.failed}
-            held = [o for o in OUTCOMES if sets[o]]
-            outcome = data.draw(st.sampled_from(held if held else OUTCOMES))
+            # A set that holds jobs, mostly; a count of 1 often, so that some are left. The
+            # timestamp: half the time one of the set's own times (a finish, a run-at) but the
+            # latest, so that the jobs up to it are due and the later ones not; else before
+            # now, now (every finish is by then), after it by about the delays jobs get, or the
+            # largest, with which BullMQ's promoteJobs takes them all.
+            sets = {"completed": model.completed, "failed": model.failed, "delayed": model.delayed}
+            held = [s for s in BULK_STATES if sets[s]]
+            mostly = bool(held) and data.draw(st.integers(0, 4)) > 0
+            state = data.draw(st.sampled_from(held if mostly else BULK_STATES))
             count = data.draw(st.sampled_from([1, 1, 2, 5]))
-            timestamp = self.now - data.draw(st.sampled_from([0, 0, 0, 1000]))
+            now = self.now
+            own = sorted(set(sets[state].values()))
+            times = own[:-1] or own
+            if not times or data.draw(st.booleans()):
+                times = [now - 1000, now, now + 5, now + 100, now + 5000, 2**53 - 1]
+            timestamp = data.draw(st.sampled_from(times))
             got = g.move_jobs_to_wait(
-                self.r, queue=QUEUE, outcome=outcome, count=count, timestamp=timestamp
+                self.r, queue=QUEUE, state=state, count=count, timestamp=timestamp
             )
-            assert got == model.move_jobs_to_wait(outcome, count, timestamp)
+            assert got == model.move_jobs_to_wait(state, count, timestamp)
             self.last = None
             return
         takes = {

@@ -17,6 +17,7 @@ from tests.support.invariants import NOW
 from tests.support.queue_harness import OTHER, Queue, checked
 
 Outcome = Literal["completed", "failed"]
+BulkState = Literal["completed", "failed", "delayed"]
 
 
 def promote(q: Queue, job_id: str) -> int:
@@ -69,11 +70,11 @@ def give_back(q: Queue, job_id: str, token: str | None = None) -> int:
     )
 
 
-def move_back(q: Queue, outcome: Outcome, count: int, timestamp: int) -> int:
+def move_back(q: Queue, state: BulkState, count: int, timestamp: int) -> int:
     return checked(
         q,
         lambda: g.move_jobs_to_wait(
-            q.r, queue=q.name, outcome=outcome, count=count, timestamp=timestamp
+            q.r, queue=q.name, state=state, count=count, timestamp=timestamp
         ),
     )
 
@@ -459,15 +460,93 @@ def test_move_jobs_to_wait_takes_completed_jobs_and_keeps_priorities(q: Queue) -
     assert "returnvalue" not in q.job("a")
 
 
-def test_move_jobs_to_wait_refuses_another_set_and_a_bad_count(q: Queue) -> None:
+def test_move_jobs_to_wait_refuses_a_bad_state_another_set_and_a_bad_count(q: Queue) -> None:
     finished(q, "failed", "a")
-    call_keys = list(g.move_jobs_to_wait_keys(q.name, outcome="failed"))
+    q.add_delayed("d", delay=0)
+    call_keys = list(g.move_jobs_to_wait_keys(q.name, state="failed"))
     with pytest.raises(LuaError, match="count must be an integer from 1 to 1000"):
         q.raw("moveJobsToWait", call_keys, ["failed", "0", str(NOW)])
+    with pytest.raises(
+        LuaError, match="state must be 'completed', 'failed' or 'delayed', got 'wait'"
+    ):
+        q.raw("moveJobsToWait", call_keys, ["wait", "1", str(NOW)])
+    with pytest.raises(ArgumentError, match="state"):
+        g.move_jobs_to_wait(
+            q.r,
+            queue=q.name,
+            state="wait",  # type: ignore[arg-type]
+            count=1,
+            timestamp=NOW,
+        )
     call_keys[0] = q.key("completed")
     with pytest.raises(LuaError, match="is not the queue's failed key"):
         q.raw("moveJobsToWait", call_keys, ["failed", "1", str(NOW)])
-    assert q.check() == {"a": "failed"}
+    with pytest.raises(LuaError, match="is not the queue's delayed key"):
+        q.raw("moveJobsToWait", call_keys, ["delayed", "1", str(NOW)])
+    assert q.check() == {"a": "failed", "d": "delayed"}
+
+
+def test_move_jobs_to_wait_promotes_due_delayed_jobs_in_batches_earliest_first(q: Queue) -> None:
+    q.add("w")
+    q.add_delayed("c", delay=300)
+    q.add_delayed("a", delay=100)
+    q.add_delayed("b2", delay=200)
+    q.add_delayed("b1", delay=200)  # one run-at: by id, as ZRANGEBYSCORE gives them
+    q.r.delete(q.key("marker"))  # an idle worker took it
+    assert move_back(q, "delayed", 2, NOW + 200) == 1  # b2 is left
+    assert q.items("wait") == ["w", "a", "b1"]  # behind the jobs already waiting
+    assert [q.job(j)["delay"] for j in ("a", "b1", "b2", "c")] == ["0", "0", "200", "300"]
+    assert q.events()[-2:] == [
+        {"event": "waiting", "jobId": "a", "prev": "delayed"},
+        {"event": "waiting", "jobId": "b1", "prev": "delayed"},
+    ]
+    assert q.marker() == 0
+    assert move_back(q, "delayed", 2, NOW + 200) == 0  # b2 only: c is not due
+    assert q.check() == {"w": "wait", "a": "wait", "b1": "wait", "b2": "wait", "c": "delayed"}
+    assert q.scores("delayed") == {"c": NOW + 300}
+    assert q.job("c")["delay"] == "300"
+    events = len(q.events())
+    assert move_back(q, "delayed", 2, NOW + 299) == 0  # nothing to move
+    assert len(q.events()) == events
+
+
+def test_move_jobs_to_wait_promotes_each_job_as_promote_does(q: Queue) -> None:
+    q.add_delayed("x", delay=500, opts={"lifo": True})
+    q.add_delayed("y", delay=500, opts={"lifo": True})
+    assert promote(q, "x") == 0
+    assert move_back(q, "delayed", 1, NOW + 500) == 0
+    assert q.items("wait") == ["x", "y"]  # at the head, lifo or not, as pickup promotes
+    assert q.job("x") == q.job("y")
+    assert [{**e, "jobId": "-"} for e in q.events()[-2:]] == [
+        {"event": "waiting", "jobId": "-", "prev": "delayed"}
+    ] * 2
+
+
+def test_move_jobs_to_wait_promotes_to_prioritized_and_to_paused(q: Queue) -> None:
+    q.add_flow(q.node("p", priority=3, delay=60_000))  # a delayed leaf with a priority
+    q.add_delayed("a", delay=60_000)
+    q.pause()
+    assert move_back(q, "delayed", 10, NOW + 60_000) == 0
+    assert q.check() == {"p": "prioritized", "a": "paused"}
+    assert q.job("p")["delay"] == q.job("a")["delay"] == "0"
+    assert q.events()[-2:] == [
+        {"event": "paused", "jobId": "a", "prev": "delayed"},
+        {"event": "waiting", "jobId": "p", "prev": "delayed"},
+    ]
+    assert q.marker() is None  # paused: no worker is woken
+
+
+def test_promote_jobs_calls_until_0_with_the_largest_timestamp(q: Queue) -> None:
+    """BullMQ's Queue.promoteJobs: the delayed set, every job due, until the answer is 0."""
+    for job_id, delay in [("e", 5), ("d", 4), ("c", 3), ("b", 2), ("a", 1)]:
+        q.add_delayed(job_id, delay=delay * 60_000)
+    calls = [move_back(q, "delayed", 2, 2**53 - 1)]
+    while calls[-1]:
+        calls.append(move_back(q, "delayed", 2, 2**53 - 1))
+    assert calls == [1, 1, 0]
+    assert q.scores("delayed") == {}
+    assert q.items("wait") == ["a", "b", "c", "d", "e"]  # earliest run-at first
+    assert q.take_id() == "a"
 
 
 # -- opts.lifo --------------------------------------------------------------------------------
@@ -522,7 +601,7 @@ def test_clocks_not_in_decimal_digits_are_refused_before_any_write(q: Queue) -> 
             list(g.retry_job_keys(q.name, "a")),
             ["a", q.token_of("a"), "5 ", "r", ""],
         )
-    call_keys = list(g.move_jobs_to_wait_keys(q.name, outcome="failed"))
+    call_keys = list(g.move_jobs_to_wait_keys(q.name, state="failed"))
     with pytest.raises(LuaError, match="timestamp must be an integer from 0 to 2\\^53 - 1"):
         q.raw("moveJobsToWait", call_keys, ["failed", "5", "1e13"])
     assert q.check() == {"f": "failed", "a": "active"}

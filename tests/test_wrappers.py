@@ -405,12 +405,13 @@ NAMED_SAMPLES: dict[str, object] = {
     "part": "processed",
 }
 # Arguments whose name means other things in other scripts, by name and annotation: a SCAN
-# cursor is text of digits (paginate-1, removeOrphanedJobs-8; cleanJobsInSet-5's is an int), and
-# getRanges-8 and getJobs-8 take their states as a list.
+# cursor is text of digits (paginate-1, removeOrphanedJobs-8; cleanJobsInSet-5's is an int),
+# getRanges-8 and getJobs-8 take their states as a list, and moveJobsToWait-8 takes no list's.
 TYPED_SAMPLES: dict[tuple[str, object], object] = {
     ("cursor", "str"): "0",
     ("state", "Sequence[GetRangesState]"): ["wait"],
     ("state", "Sequence[GetJobsState]"): ["wait"],
+    ("state", "MoveJobsToWaitState"): "delayed",
 }
 
 

@@ -4734,8 +4734,8 @@ def move_job_from_active_to_wait_pipeline(
 class MoveJobsToWaitKeys(NamedTuple):
     """The keys of moveJobsToWait-8, in KEYS order."""
 
-    finished: str
-    """The completed or the failed set (emq:{q}:<outcome>)"""
+    source: str
+    """The set the jobs come from: completed, failed or delayed (emq:{q}:<state>)"""
     wait: str
     """The wait list (emq:{q}:wait)"""
     paused: str
@@ -4752,21 +4752,21 @@ class MoveJobsToWaitKeys(NamedTuple):
     """The marker idle workers block on (emq:{q}:marker)"""
 
 
-MoveJobsToWaitOutcome = Literal["completed", "failed"]
-"""The values of `outcome`."""
-_MOVE_JOBS_TO_WAIT_OUTCOME: tuple[str, ...] = get_args(MoveJobsToWaitOutcome)
+MoveJobsToWaitState = Literal["completed", "failed", "delayed"]
+"""The values of `state`."""
+_MOVE_JOBS_TO_WAIT_STATE: tuple[str, ...] = get_args(MoveJobsToWaitState)
 
 _MOVE_JOBS_TO_WAIT = Script(
     ScriptSpec(
         name="moveJobsToWait",
         script_id="moveJobsToWait-8",
         num_keys=8,
-        sha1="0cf762553c3dbabcd0c824d11819173ee06193dd",
+        sha1="069c5c56c4958989f714706ed7ebd0622f000206",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
         templates=(
-            "emq:{q}:<outcome>",
+            "emq:{q}:<state>",
             "emq:{q}:wait",
             "emq:{q}:paused",
             "emq:{q}:prioritized",
@@ -4783,15 +4783,15 @@ _MOVE_JOBS_TO_WAIT = Script(
 
 def move_jobs_to_wait_keys(
     queue: str,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
 ) -> MoveJobsToWaitKeys:
     """The keys of moveJobsToWait-8 for `queue` and the ids they name."""
     _script = "moveJobsToWait-8"
-    runtime.enum_arg(_script, "outcome", outcome, _MOVE_JOBS_TO_WAIT_OUTCOME)
+    runtime.enum_arg(_script, "state", state, _MOVE_JOBS_TO_WAIT_STATE)
     _built = _MOVE_JOBS_TO_WAIT.keys_for(
         queue,
         {
-            "outcome": outcome,
+            "state": state,
         },
     )
     return MoveJobsToWaitKeys(*_built)
@@ -4800,13 +4800,13 @@ def move_jobs_to_wait_keys(
 def _move_jobs_to_wait_call(
     queue: str | None,
     keys: MoveJobsToWaitKeys | None,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
     count: int,
     timestamp: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveJobsToWait-8"
     _encoded: list[bytes] = [
-        runtime.enum_arg(_script, "outcome", outcome, _MOVE_JOBS_TO_WAIT_OUTCOME),
+        runtime.enum_arg(_script, "state", state, _MOVE_JOBS_TO_WAIT_STATE),
         runtime.int_arg(_script, "count", count, low=1, high=1000),
         runtime.int_arg(_script, "timestamp", timestamp, low=0),
     ]
@@ -4818,7 +4818,7 @@ def _move_jobs_to_wait_call(
         _checked = _MOVE_JOBS_TO_WAIT.keys_for(
             queue,
             {
-                "outcome": outcome,
+                "state": state,
             },
         )
     elif queue is not None:
@@ -4832,23 +4832,26 @@ def _move_jobs_to_wait_call(
 def move_jobs_to_wait(
     client: SyncClient,
     *,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
     count: int,
     timestamp: int,
     queue: str | None = None,
     keys: MoveJobsToWaitKeys | None = None,
 ) -> int:
-    """Runs finished jobs again in bulk: the completed or failed jobs that finished at
-    `timestamp`
+    """Makes jobs ready in bulk: finished jobs to run again, or delayed jobs promoted.
 
-    or before, oldest first, at most `count` a call, each as reprocessJob sends one back
-    (its attempts made kept). Answers whether more remain, so a caller calls again until 0:
-    one call stays short however many jobs there are.
+    With `completed` or `failed`, the jobs of that set that finished at `timestamp` or
+    before, oldest first, each as reprocessJob sends one back (its attempts made kept); with
+    `delayed`, the delayed jobs due at `timestamp` or before, earliest first, each as
+    promote promotes one (BullMQ's promoteJobs). At most `count` a call. Answers whether
+    more remain, so a caller calls again until 0: one call stays short however many jobs
+    there are.
 
     Args:
-        outcome (enum(completed|failed)): the set to take jobs from
+        state (enum(completed|failed|delayed)): the set to take jobs from
         count (int(1..1000)): the most jobs this call moves
-        timestamp (int(0..)): only jobs that finished at this time or before, ms
+        timestamp (int(0..)): only jobs that finished (completed, failed) or are due
+        (delayed) at this time or before, ms
 
     Returns:
         int: 1 when more such jobs remain, 0 when none does
@@ -4856,7 +4859,7 @@ def move_jobs_to_wait(
     _keys, _args = _move_jobs_to_wait_call(
         queue,
         keys,
-        outcome,
+        state,
         count,
         timestamp,
     )
@@ -4867,7 +4870,7 @@ def move_jobs_to_wait(
 async def move_jobs_to_wait_async(
     client: AsyncClient,
     *,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
     count: int,
     timestamp: int,
     queue: str | None = None,
@@ -4877,7 +4880,7 @@ async def move_jobs_to_wait_async(
     _keys, _args = _move_jobs_to_wait_call(
         queue,
         keys,
-        outcome,
+        state,
         count,
         timestamp,
     )
@@ -4888,7 +4891,7 @@ async def move_jobs_to_wait_async(
 def move_jobs_to_wait_pipeline(
     pipe: PipelineClient,
     *,
-    outcome: MoveJobsToWaitOutcome,
+    state: MoveJobsToWaitState,
     count: int,
     timestamp: int,
     queue: str | None = None,
@@ -4898,7 +4901,7 @@ def move_jobs_to_wait_pipeline(
     _keys, _args = _move_jobs_to_wait_call(
         queue,
         keys,
-        outcome,
+        state,
         count,
         timestamp,
     )
@@ -5091,7 +5094,7 @@ _MOVE_TO_ACTIVE = Script(
         name="moveToActive",
         script_id="moveToActive-11",
         num_keys=11,
-        sha1="83e7ef7a392ae1c78fa2073ac489b1736d042eee",
+        sha1="584b8b1bfeafd3c553d948e7800b058aa593f60d",
         returns="tuple[string, hash, int]",
         codes=(),
         package="echomq_scripts.generated",
@@ -5495,7 +5498,7 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="f3c22d42cc840e497d39457a60a7889f12a77f3c",
+        sha1="63970cabb6443977c5a2f93c62e266a53b11b8d1",
         returns="tuple[string, string, hash, int]",
         codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
@@ -6463,7 +6466,7 @@ _PROMOTE = Script(
         name="promote",
         script_id="promote-8",
         num_keys=8,
-        sha1="b1bfc3229e797df66359d66790462f9ded4b3bb7",
+        sha1="62bc13193b6a5078d6fd9a9fc8126db5e67eef12",
         returns="int",
         codes=(-1, -3),
         package="echomq_scripts.generated",
@@ -8096,7 +8099,7 @@ _RETRY_JOB = Script(
         name="retryJob",
         script_id="retryJob-12",
         num_keys=12,
-        sha1="8de1e0ae08566f5754664bb42ee5c11ae7adf337",
+        sha1="e012058147ba87df7d18dd72a638c65adc9ed2c9",
         returns="string",
         codes=(-1, -2, -3, -6),
         package="echomq_scripts.generated",

@@ -1124,17 +1124,20 @@ class QueueModel:
 
     # -- moving one job, or a batch, by hand -----------------------------------------------
 
+    def _promote(self, job_id: str) -> None:
+        """includes/promoteJob.lua: a delayed job moved as pickup moves a due one, its delay 0."""
+        del self.delayed[job_id]
+        state = self._enqueue_ready_job(job_id)
+        self.jobs[job_id].delay = 0
+        self._emit("paused" if state == "paused" else "waiting", job_id, "prev", "delayed")
+
     def promote(self, job_id: str) -> int:
         """promote-8."""
-        job = self.jobs.get(job_id)
-        if job is None:
+        if job_id not in self.jobs:
             return -1
         if job_id not in self.delayed:
             return -3
-        del self.delayed[job_id]
-        state = self._enqueue_ready_job(job_id)
-        job.delay = 0
-        self._emit("paused" if state == "paused" else "waiting", job_id, "prev", "delayed")
+        self._promote(job_id)
         return 0
 
     def change_priority(self, job_id: str, priority: int, lifo: bool) -> int:
@@ -1251,15 +1254,19 @@ class QueueModel:
             return -3
         return self._reprocess(job_id, outcome, reset_attempts)
 
-    def move_jobs_to_wait(self, outcome: str, count: int, timestamp: int) -> int:
-        """moveJobsToWait-8."""
-        finished = self.completed if outcome == "completed" else self.failed
+    def move_jobs_to_wait(self, state: str, count: int, timestamp: int) -> int:
+        """moveJobsToWait-8: the set's jobs scored at `timestamp` or before (a finish, a
+        run-at), by score and then id, as ZRANGEBYSCORE gives them."""
+        source = self._scored_of(state)
         due = sorted(
-            (j for j in finished if finished[j] <= timestamp),
-            key=lambda j: (finished[j], j.encode()),
+            (j for j in source if source[j] <= timestamp),
+            key=lambda j: (source[j], j.encode()),
         )
         for job_id in due[:count]:
-            self._reprocess(job_id, outcome, False)
+            if state == "delayed":
+                self._promote(job_id)
+            else:
+                self._reprocess(job_id, state, False)
         return 1 if len(due) > count else 0
 
     # -- flows ----------------------------------------------------------------------------

@@ -95,6 +95,23 @@ local function enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, marker
   end
   return pushReady(waitKey, pausedKey, markerKey, paused, jobId, lifo)
 end
+
+-- Promotes a delayed job by hand (promote-8, and moveJobsToWait-8 for each one it takes): out
+-- of the delayed set, to where pickup puts a due delayed job (includes/enqueueReadyJob.lua), its
+-- hash's delay 0 as BullMQ's promote sets it (it waited no delay from now), with the event pickup
+-- appends for it. Returns false when the delayed set does not hold the job, else true.
+local function promoteJob(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey,
+    eventsKey, metaKey, prefix, jobId, paused)
+  if redis.call("ZREM", delayedKey, jobId) == 0 then
+    return false
+  end
+  local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
+    paused)
+  redis.call("HSET", prefix .. jobId, "delay", "0")
+  emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId,
+    "prev", "delayed")
+  return true
+end
 -- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),
 -- or nil when the key is not one of a queue's: job keys are built from it, so they carry the
 -- queue's hash tag and land on its Cluster slot. The scripts that delete by the keys a runtime
@@ -109,15 +126,11 @@ local jobId = ARGV[1]
 
 checkJobId(jobId, "job id") -- the job's key is built from it
 local prefix = queuePrefix(delayedKey)
-local jobKey = prefix .. jobId
-if redis.call("EXISTS", jobKey) == 0 then
+if redis.call("EXISTS", prefix .. jobId) == 0 then
   return -1
 end
-if redis.call("ZREM", delayedKey, jobId) == 0 then
+if not promoteJob(delayedKey, waitKey, pausedKey, prioritizedKey, pcKey, markerKey, eventsKey,
+    metaKey, prefix, jobId, redis.call("HEXISTS", metaKey, "paused") == 1) then
   return -3
 end
-local state = enqueueReadyJob(waitKey, pausedKey, prioritizedKey, pcKey, markerKey, prefix, jobId,
-  redis.call("HEXISTS", metaKey, "paused") == 1)
-redis.call("HSET", jobKey, "delay", "0")
-emitEvent(eventsKey, metaKey, state == "paused" and "paused" or "waiting", jobId, "prev", "delayed")
 return 0
