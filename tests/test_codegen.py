@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import os
 import shutil
 import subprocess
 import sys
@@ -12,10 +14,21 @@ from types import ModuleType
 
 import pytest
 import redis
+from click.testing import CliRunner, Result
 
 from echomq_scripts.runtime import ArgumentError
+from echomq_scripts.toolchain.cache import AnalysisCache
+from echomq_scripts.toolchain.cli import cli
+from echomq_scripts.toolchain.config import load_config
 from echomq_scripts.toolchain.errors import ConfigError, OutputError
-from echomq_scripts.toolchain.naming import snake_case
+from echomq_scripts.toolchain.naming import (
+    RESERVED,
+    WRAPPER_BUILTINS,
+    WRAPPER_LOCALS,
+    snake_case,
+    wrapper_globals,
+)
+from echomq_scripts.toolchain.pipeline import check
 from tests.support.environment import REPO
 from tests.support.projects import copy_fixture, run_build, run_cli_then
 
@@ -70,6 +83,102 @@ def test_clashing_names_are_renamed_not_shadowed(
     assert module.push_many(r, queue="mail", script="s1", runtime_="r1") is None
     # Without a header there is no declared shape: the reply comes as redis-py gives it.
     assert module.no_header(r, keys=module.NoHeaderKeys("emq:{mail}:s1:count")) == 1
+
+
+def test_names_near_the_wrappers_own_still_send_the_callers_values(
+    edges: tuple[Path, ModuleType], r: redis.Redis
+) -> None:
+    _, module = edges
+    values = {"script_": "s1", "client_": "c1", "pipe_": "p1"}
+    assert module.echo_names(r, queue="mail", **values) == ["s1", "c1", "p1"]
+    assert r.hgetall("emq:{mail}:s1") == {b"script": b"s1", b"client": b"c1", b"pipe": b"p1"}
+    keys = module.EchoNamesKeys(job="emq:{mail}:other")
+    assert module.echo_names_keys("mail", "s1") == module.EchoNamesKeys(job="emq:{mail}:s1")
+    assert module.echo_names(r, keys=keys, **values) == ["s1", "c1", "p1"]
+    assert r.hget("emq:{mail}:other", "pipe") == b"p1"
+
+
+def test_naming_knows_every_name_the_wrappers_code_uses(edges: tuple[Path, ModuleType]) -> None:
+    """Besides their parameters, the wrappers' functions bind only WRAPPER_LOCALS and read only
+    RESERVED names, WRAPPER_BUILTINS and their scripts' own module names: the names a header
+    may not take. A template that uses another name must add it there."""
+    project, _ = edges
+    for root, package in ((project, project / "emq_edges"), (REPO, REPO / "echomq_scripts")):
+        scripts = check(load_config(root / "lua_src"), AnalysisCache(None)).scripts
+        own = {
+            name for s in scripts for name in wrapper_globals(s.resolved.entry.name, s.interface)
+        }
+        tree = ast.parse((package / "generated" / "scripts.py").read_text())
+        for function in tree.body:
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            every = function.args.args + function.args.kwonlyargs
+            parameters = {a.arg for a in every}
+            for node in ast.walk(function):
+                if not isinstance(node, ast.Name) or node.id in parameters:
+                    continue
+                if isinstance(node.ctx, ast.Store):
+                    assert node.id in WRAPPER_LOCALS, (function.name, node.id)
+                else:
+                    assert node.id in WRAPPER_LOCALS | RESERVED | WRAPPER_BUILTINS | own, (
+                        function.name,
+                        node.id,
+                    )
+
+
+def build_in(project: Path, script: str, text: str) -> Result:
+    """`echomq-scripts build` of a project of one script, whose wrappers go to emq_names."""
+    (project / "lua_src").mkdir()
+    (project / "lua_src" / script).write_text(text)
+    (project / "emq_names").mkdir()
+    (project / "emq_names" / "__init__.py").write_text("")
+    (project / "pyproject.toml").write_text(
+        '[tool.echomq-scripts]\npython-package = "emq_names/generated"\n'
+    )
+    previous = Path.cwd()
+    os.chdir(project)
+    try:
+        return CliRunner().invoke(cli, ["build", "--no-cache"])
+    finally:
+        os.chdir(previous)
+
+
+@pytest.mark.parametrize(
+    ("script", "header", "finding"),
+    [
+        # The wrapper would send its own _script (the script's id) in the argument's place.
+        (
+            "echo-0.lua",
+            "--- @arg _script  string  a value\n",
+            "2:10: error: argument '_script' is a local of its wrapper's code: rename it",
+        ),
+        # client is renamed client_: two parameters of one name.
+        (
+            "echo-0.lua",
+            "--- @arg client   string  a value\n--- @arg client_  string  another\n",
+            "3:10: error: argument 'client_' and argument 'client' (line 2) would both be the"
+            " parameter 'client_': rename one of them",
+        ),
+        # A key loses its leading underscore: two fields of one name.
+        (
+            "echo-2.lua",
+            "--- @key job   the job\n--- @key _job  the job again\n",
+            "3:10: error: key '_job' and key 'job' (line 2) would both be the field 'job':"
+            " rename one of them",
+        ),
+    ],
+    ids=["local", "renamed-parameter", "underscored-key"],
+)
+def test_header_names_that_would_break_the_wrapper_are_refused(
+    tmp_path: Path, script: str, header: str, finding: str
+) -> None:
+    reads = "".join(f"redis.call('GET', KEYS[{i}])\n" for i in range(1, int(script[-5]) + 1))
+    values = " .. ".join(f"ARGV[{i}]" for i in range(1, header.count("@arg") + 1)) or "'x'"
+    text = f"--- Echoes.\n{header}--- @return string  x\n{reads}return {values}\n"
+    result = build_in(tmp_path, script, text)
+    assert result.exit_code == 1
+    assert result.stderr == f"lua_src/{script}:{finding} [header-names]\n1 error(s), 0 warning(s)\n"
+    assert not (tmp_path / "emq_names" / "generated").exists()
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from ..runtime.codes import ERROR_CODES
 from .analyse import Facts, TableUse
 from .diagnostics import Diagnostic, Severity, plural
 from .header import Header, Slot
+from .naming import header_clashes
 from .resolve import ResolvedScript
 
 ERROR = Severity.ERROR
@@ -91,6 +92,7 @@ def check_script(
         _check_keys_without_header(report, facts.keys, script.entry.num_keys)
     else:
         _check_keys(report, header, facts.keys, script.entry.num_keys)
+        _check_names(report, header)
         _check_argv(report, header, facts.argv)
         _check_codes(report, header, facts)
     _check_includes(report, facts)
@@ -192,6 +194,12 @@ def _check_key_indexes(report: _Reporter, use: TableUse, num_keys: int, variadic
                 "KEYS indexed by a non-literal: use KEYS[<integer>], or declare a variable key"
                 " list with '@key...' in the header",
             )
+
+
+def _check_names(report: _Reporter, header: Header) -> None:
+    # Each generated wrapper would be broken code, though the script itself is fine.
+    for slot, message in header_clashes(report.script.entry.name, header):
+        report.in_script(slot.line, _slot_col(report, slot), ERROR, "header-names", message)
 
 
 def _check_keys_without_header(report: _Reporter, use: TableUse, num_keys: int) -> None:

@@ -21,19 +21,15 @@ from ..runtime.grammar import ArgType
 from .errors import EchoMQScriptsError
 from .header import Slot
 from .manifest import ScriptBuild, line_map, to_json_bytes
-from .naming import identifier, pascal_case, snake_case
-
-# Names the generated module uses itself: a header argument, key or script of the same name
-# gets a trailing underscore instead of shadowing one.
-_RESERVED = frozenset(
-    {"client", "pipe", "queue", "keys", "extra_keys", "runtime", "cast", "annotations"}
-    | {"Literal", "NamedTuple", "Sequence", "Pending", "Script", "ScriptSpec", "BY_CODE"}
-    | {"SyncClient", "AsyncClient", "PipelineClient", "SCRIPTS", "load_all", "load_all_async"}
-    | {"execute", "execute_async"}
-    | {"errors", "scripts"}
+from .naming import (
+    arg_param,
+    enum_alias,
+    key_field,
+    keys_class,
+    script_constant,
+    script_function,
+    values_constant,
 )
-# NamedTuple's own members: a key field of the same name would hide them.
-_TUPLE_MEMBERS = frozenset({"count", "index"})
 
 _LINE_LENGTH = 100  # ruff's, as pyproject.toml sets it
 # An argument with one of these names identifies the job a failure is about.
@@ -106,7 +102,7 @@ class ArgView:
     @property
     def values_constant(self) -> str:
         """The module constant that holds an enum's values (from its alias)."""
-        return "_" + snake_case(self.alias).upper()
+        return values_constant(self.alias)
 
     def alias_lines(self) -> list[str]:
         """An enum's `Alias = Literal[...]` and its values' constant."""
@@ -166,21 +162,21 @@ class ScriptView:
 
     @property
     def func(self) -> str:
-        return identifier(snake_case(self.name), _RESERVED)
+        return script_function(self.name)
 
     @property
     def constant(self) -> str:
-        return "_" + self.func.upper()
+        return script_constant(self.name)
 
     @property
     def keys_class(self) -> str:
-        return pascal_case(self.name) + "Keys"
+        return keys_class(self.name)
 
     @cached_property
     def keys(self) -> list[KeyView]:
         return [
             KeyView(
-                identifier(k.name.lstrip("_") or "key", _TUPLE_MEMBERS | _RESERVED),
+                key_field(k.name),
                 k.description,
                 k.template,
                 k.unused,
@@ -200,14 +196,8 @@ class ScriptView:
         return self._arg_view(header.rest_args)
 
     def _arg_view(self, slot: Slot) -> ArgView:
-        alias = ""
-        if slot.arg.kind == "enum":
-            alias = pascal_case(self.name) + pascal_case(slot.name)
-            if alias == self.keys_class:
-                alias += "Value"  # an argument called keys must not hide the keys class
-        return ArgView(
-            slot.name, identifier(slot.name, _RESERVED), slot.arg, slot.description, alias
-        )
+        alias = enum_alias(self.name, slot.name) if slot.arg.kind == "enum" else ""
+        return ArgView(slot.name, arg_param(slot.name), slot.arg, slot.description, alias)
 
     @property
     def enum_args(self) -> list[ArgView]:

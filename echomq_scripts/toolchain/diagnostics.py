@@ -32,6 +32,7 @@ CODES: Final[dict[str, str]] = {
     "header-missing": "a script has no header comment",
     "header-syntax": "a header line cannot be read",
     "header-keys": "the header's key list does not match the filename's KEYS count",
+    "header-names": "header names that would break the script's generated wrapper",
     "syntax": "Lua 5.1 (as embedded in Redis) refuses to compile the script",
     "keys-range": "a KEYS index is outside 1..N",
     "keys-arity": "the code reads fewer KEYS than the filename declares",
