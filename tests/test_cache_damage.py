@@ -4,6 +4,9 @@ miss, a source file of any name is digested, and a deleted or edited output is p
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -90,3 +93,55 @@ def test_a_damaged_analysis_entry_is_a_miss(project: Path, name: str) -> None:
     assert again.stderr == cold.stderr
     # Analysed afresh, and stored again as a cold build stores it.
     assert [json.loads(entry.read_bytes()) for entry in entries] == goods
+
+
+# -- file names that are not UTF-8 ----------------------------------------------------------
+
+
+def _create(path: bytes, data: bytes = b"") -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+def run_console(*args: str) -> subprocess.CompletedProcess[str]:
+    """`echomq-scripts ...` as installed, through the console script's replay."""
+    return subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", *args], capture_output=True, text=True
+    )
+
+
+def test_a_file_name_that_is_not_utf8_is_digested_and_ignored(project: Path) -> None:
+    _create(os.fsencode(project / "lua_src") + b"/\xff.txt", b"notes\n")
+    cache = str(project.parent / "cache")
+    first = invoke("build", "--cache-dir", cache)
+    assert (first.exit_code, first.exception) == (0, None)
+    assert first.stdout == "wrote build (3 scripts, 3 analysed, 0 from cache)\n"
+    again = run_console("build", "--cache-dir", cache)
+    assert (again.returncode, "Traceback" in again.stderr) == (0, False)
+    assert again.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
+    # The name is digested as the bytes it is: another one is another tree, stamped anew.
+    os.rename(os.fsencode(project / "lua_src") + b"/\xff.txt", b"lua_src/\xfe.txt")
+    moved = run_console("build", "--cache-dir", cache)
+    assert (moved.returncode, moved.stdout) == (0, again.stdout)
+    assert len(list((project.parent / "cache" / "builds").iterdir())) == 2
+
+
+@pytest.mark.parametrize("output_format", ["text", "json"])
+def test_a_lua_file_whose_name_is_not_utf8_is_a_finding(project: Path, output_format: str) -> None:
+    src = os.fsencode(project / "lua_src")
+    _create(src + b"/\xfe-0.lua", b"return 1\n")
+    _create(src + b"/includes/a\xfd.lua", b"return 1\n")
+    for args in (["build", "--cache-dir", str(project.parent / "cache")], ["check", "--no-cache"]):
+        result = invoke(*args, "--format", output_format)
+        assert (result.exit_code, type(result.exception)) == (1, SystemExit)
+        expected = [
+            ("lua_src/\\xfe-0.lua", "file name '\\xfe-0.lua' is not valid UTF-8"),
+            ("lua_src/includes/a\\xfd.lua", "file name 'a\\xfd.lua' is not valid UTF-8"),
+        ]
+        if output_format == "json":
+            found = [(f["path"], f["message"]) for f in json.loads(result.stdout)]
+            assert [f for f in found if "UTF-8" in f[1]] == expected
+        else:
+            for path, message in expected:
+                assert f"{path}:1:1: error: {message} [bad-filename]\n" in result.stderr
+    assert not (project / "build").exists()

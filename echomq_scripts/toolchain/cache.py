@@ -179,7 +179,7 @@ def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) 
     except OSError:
         add(b"\xff")  # none, or unreadable: load_config reports the latter
     for name, data in snapshot.items():
-        add(name.encode())
+        add(os.fsencode(name))  # the name's bytes, which need not be UTF-8 either
         add(b"\xff" if data is None else b"=" + data)
     return digest.hexdigest()
 
