@@ -145,3 +145,49 @@ def test_a_lua_file_whose_name_is_not_utf8_is_a_finding(project: Path, output_fo
             for path, message in expected:
                 assert f"{path}:1:1: error: {message} [bad-filename]\n" in result.stderr
     assert not (project / "build").exists()
+
+
+# -- outputs deleted or edited since the last build -------------------------------------------
+
+
+@pytest.mark.parametrize("cache", [["--cache-dir", "../cache"], ["--no-cache"]])
+def test_a_deleted_or_edited_output_is_put_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: list[str]
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    project = copy_fixture("runtime-error", tmp_path)
+    monkeypatch.chdir(project)
+    assert invoke("build", *cache).stdout.startswith("wrote build")
+    package = project / "emq_runtime_error" / "generated"
+
+    def files() -> dict[Path, bytes]:
+        found = [*package.rglob("*"), *Path("build").rglob("*")]
+        return {p: p.read_bytes() for p in found if p.is_file()}
+
+    outputs = files()
+
+    def rebuilt(build: Callable[[], str]) -> None:
+        assert build().startswith("wrote build")
+        assert files() == outputs
+
+    def console() -> str:
+        return run_console("build", *cache).stdout
+
+    def full() -> str:
+        return invoke("build", *cache).stdout
+
+    for build in (console, full):
+        (package / "errors.py").unlink()
+        rebuilt(build)
+        (package / "lua" / "fail-1.lua").unlink()
+        rebuilt(build)
+        for edited in (package / "scripts.py", package / "__init__.py", package / "errors.py"):
+            edited.write_bytes(edited.read_bytes() + b"# edited by hand\n")
+            rebuilt(build)
+        (package / "extra.py").write_text("")
+        rebuilt(build)
+        Path("build/scripts/fail-1.lua").write_text("return 0\n")
+        rebuilt(build)
+        Path("build/maps/fail-1.json").unlink()
+        rebuilt(build)
+        assert build().startswith("up to date: build")

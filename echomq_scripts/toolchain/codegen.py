@@ -22,6 +22,7 @@ from .errors import EchoMQScriptsError
 from .header import Slot
 from .manifest import ScriptBuild, line_map, to_json_bytes
 from .naming import identifier, pascal_case, snake_case
+from .package import UNSEALED, seal
 
 # Names the generated module uses itself: a header argument, key or script of the same name
 # gets a trailing underscore instead of shadowing one.
@@ -363,6 +364,7 @@ def generated_files(
         "exports": sorted(exports, key=_import_key),
         "all_names": sorted([*exports, "errors"], key=_isort_key),
         "inputs": inputs,
+        "contents": UNSEALED,  # filled in by `seal`, once every file is rendered
         "uses_literal": any(v.enum_args for v in views),
         "uses_mapping": any(
             "Mapping[" in a.annotation
@@ -377,7 +379,7 @@ def generated_files(
     for script in scripts:
         files[f"lua/{script.script_id}.lua"] = script.body
         files[f"lua/{script.script_id}.map.json"] = to_json_bytes(line_map(script), indent=None)
-    return files
+    return seal(files)
 
 
 def _import_key(name: str) -> tuple[int, str]:
