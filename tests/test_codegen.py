@@ -313,9 +313,11 @@ def test_a_current_package_is_not_rendered_again(tmp_path: Path) -> None:
         return run_cli_then(project, ["build", "--no-cache"], "'jinja2' in sys.modules")[-1]
 
     assert build() == "False"
-    # A hand edit is not repaired by build (the digest still matches) but fails build --check.
+    # A hand edit fails build --check, and build renders the package again to repair it: the
+    # package's contents no longer match the digest of them that it records.
     scripts = project / "echomq_scripts" / "generated" / "scripts.py"
-    scripts.write_text(scripts.read_text() + "# edited\n")
+    original = scripts.read_text()
+    scripts.write_text(original + "# edited\n")
     checked = subprocess.run(
         [sys.executable, "-m", "echomq_scripts", "build", "--check", "--no-cache"],
         cwd=project,
@@ -324,6 +326,9 @@ def test_a_current_package_is_not_rendered_again(tmp_path: Path) -> None:
     )
     assert checked.returncode == 1
     assert "generated/scripts.py: out of date" in checked.stderr
+    assert build() == "True"
+    assert scripts.read_text() == original
+    assert build() == "False"
     # A changed script changes the digest: the package is rendered and rewritten.
     script = project / "lua_src" / "extendLock-2.lua"
     script.write_text(script.read_text() + "-- changed\n")

@@ -12,13 +12,15 @@ and a method body has an implicit `self`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .redis_lua import GLOBALS, LIBRARY_FIELDS, MISSING_GLOBALS
 from .syntax import check_syntax
 
 Position = tuple[int, int]  # (row, byte column), both 0-based
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -85,24 +87,133 @@ class Facts:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Facts:
-        def use(raw: dict[str, Any]) -> TableUse:
+    def from_json(cls, data: object, rows: int) -> Facts:
+        """What `to_json` gave, read back from a cache entry of a script of `rows` lines.
+
+        Raises ValueError for anything of another shape: a field missing, extra or of another
+        type, a finding code that is not registered, a row outside the script. A damaged entry
+        must be a miss, never a crash nor findings that a fresh analysis would not give.
+        """
+        row = _Field(int, 0, rows - 1)
+        col = _Field(int, 0)
+
+        def use(raw: object) -> TableUse:
+            fields = _record(raw, ("literal", "dynamic", "whole"))
             return TableUse(
-                [tuple(x) for x in raw["literal"]],
-                [tuple(x) for x in raw["dynamic"]],
-                [tuple(x) for x in raw["whole"]],
+                _list(fields["literal"], _tuple(_Field(int), row, col)),
+                _list(fields["dynamic"], _tuple(row, col)),
+                _list(fields["whole"], _tuple(row, col)),
             )
 
+        def finding(raw: object) -> Finding:
+            fields = _record(raw, _FINDING_FIELDS)
+            for name, check in zip(_FINDING_FIELDS, _finding_checks(row, col), strict=True):
+                check(fields[name])
+            return Finding(**fields)
+
+        def decl(raw: object) -> TopDecl:
+            fields = _record(raw, ("name", "row", "col", "read_rows"))
+            return TopDecl(
+                _Field(str)(fields["name"]),
+                row(fields["row"]),
+                col(fields["col"]),
+                _list(fields["read_rows"], row),
+            )
+
+        fields = _record(data, _FACTS_FIELDS)
+        syntax = fields["syntax"]
         return cls(
-            syntax=tuple(data["syntax"]) if data["syntax"] else None,
-            findings=[Finding(**f) for f in data["findings"]],
-            keys=use(data["keys"]),
-            argv=use(data["argv"]),
-            returned_codes=[tuple(x) for x in data["returned_codes"]],
-            top_decls=[TopDecl(**d) for d in data["top_decls"]],
-            top_statement_rows=list(data["top_statement_rows"]),
-            key_args=[tuple(x) for x in data["key_args"]],
+            syntax=None if syntax is None else _tuple(row, col, _Field(str))(syntax),
+            findings=_list(fields["findings"], finding),
+            keys=use(fields["keys"]),
+            argv=use(fields["argv"]),
+            returned_codes=_list(fields["returned_codes"], _tuple(_Field(int), row, col)),
+            top_decls=_list(fields["top_decls"], decl),
+            top_statement_rows=_list(fields["top_statement_rows"], row),
+            key_args=_list(fields["key_args"], _tuple(row, col, _Field(str, choices=_KEY_KINDS))),
         )
+
+
+# -- reading a cached `Facts` back: every field checked -----------------------------------------
+
+_FACTS_FIELDS = (
+    "syntax",
+    "findings",
+    "keys",
+    "argv",
+    "returned_codes",
+    "top_decls",
+    "top_statement_rows",
+    "key_args",
+)
+_FINDING_FIELDS = ("row", "col", "code", "message", "related_row", "top_level")
+_KEY_KINDS = frozenset({"keys", "argv", "literal", "unknown"})
+
+
+class _Field:
+    """A check of one JSON value: its type (a bool is no int here), and optionally its range or
+    its allowed values; calling it returns the value or raises ValueError."""
+
+    def __init__(
+        self,
+        kind: type,
+        low: int | None = None,
+        high: int | None = None,
+        choices: frozenset[str] | None = None,
+        optional: bool = False,
+    ) -> None:
+        self.kind, self.low, self.high = kind, low, high
+        self.choices, self.optional = choices, optional
+
+    def __call__(self, value: Any) -> Any:
+        if value is None and self.optional:
+            return value
+        if type(value) is not self.kind:
+            raise ValueError(f"{value!r} is not a {self.kind.__name__}")
+        if isinstance(value, int) and not (
+            (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+        ):
+            raise ValueError(f"{value!r} is out of range")
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"{value!r} is not one of {sorted(self.choices)}")
+        return value
+
+
+def _finding_checks(row: _Field, col: _Field) -> tuple[_Field, ...]:
+    from .diagnostics import CODES
+
+    return (
+        row,
+        col,
+        _Field(str, choices=frozenset(CODES)),
+        _Field(str),
+        _Field(int, row.low, row.high, optional=True),
+        _Field(bool),
+    )
+
+
+def _record(raw: object, names: tuple[str, ...]) -> dict[str, Any]:
+    """`raw` as an object with exactly the fields `names`."""
+    if not isinstance(raw, dict) or sorted(raw) != sorted(names):
+        raise ValueError(f"not an object with the fields {', '.join(names)}")
+    return raw
+
+
+def _list(raw: object, item: Callable[[object], _T]) -> list[_T]:
+    if not isinstance(raw, list):
+        raise ValueError(f"{raw!r} is not a list")
+    return [item(x) for x in raw]
+
+
+def _tuple(*items: _Field) -> Callable[[object], Any]:
+    """A reader of a list of exactly `items`, as a tuple."""
+
+    def read(raw: object) -> tuple[Any, ...]:
+        if not isinstance(raw, list) or len(raw) != len(items):
+            raise ValueError(f"{raw!r} is not a list of {len(items)}")
+        return tuple(check(x) for check, x in zip(items, raw, strict=True))
+
+    return read
 
 
 def analyse(text: str) -> Facts:

@@ -146,9 +146,12 @@ class AnalysisCache:
         path = self._path(text)
         if path is None:
             return None
+        # Resolved text ends every line with '\n': a row of the script is below this count.
+        rows = text.count("\n") + (not text.endswith("\n"))
         try:
-            return Facts.from_json(json.loads(_read(path)))
-        except (OSError, ValueError, KeyError, TypeError):
+            # from_json checks every field: an entry of the wrong shape is a miss too.
+            return Facts.from_json(json.loads(_read(path)), rows)
+        except (OSError, ValueError, RecursionError):
             return None
 
     def put(self, text: str, facts: Facts) -> None:
@@ -176,7 +179,7 @@ def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) 
     except OSError:
         add(b"\xff")  # none, or unreadable: load_config reports the latter
     for name, data in snapshot.items():
-        add(name.encode())
+        add(os.fsencode(name))  # the name's bytes, which need not be UTF-8 either
         add(b"\xff" if data is None else b"=" + data)
     return digest.hexdigest()
 

@@ -30,6 +30,7 @@ from .naming import (
     script_function,
     values_constant,
 )
+from .package import UNSEALED, seal
 
 _LINE_LENGTH = 100  # ruff's, as pyproject.toml sets it
 # An argument with one of these names identifies the job a failure is about.
@@ -353,6 +354,7 @@ def generated_files(
         "exports": sorted(exports, key=_import_key),
         "all_names": sorted([*exports, "errors"], key=_isort_key),
         "inputs": inputs,
+        "contents": UNSEALED,  # filled in by `seal`, once every file is rendered
         "uses_literal": any(v.enum_args for v in views),
         "uses_mapping": any(
             "Mapping[" in a.annotation
@@ -367,7 +369,7 @@ def generated_files(
     for script in scripts:
         files[f"lua/{script.script_id}.lua"] = script.body
         files[f"lua/{script.script_id}.map.json"] = to_json_bytes(line_map(script), indent=None)
-    return files
+    return seal(files)
 
 
 def _import_key(name: str) -> tuple[int, str]:

@@ -20,7 +20,7 @@ class Severity(enum.StrEnum):
 
 # Every finding code, with the one-line meaning that `docs/checks.md` expands on.
 CODES: Final[dict[str, str]] = {
-    "bad-filename": "a script file is not named <name>-<N>.lua",
+    "bad-filename": "a script file is not named <name>-<N>.lua, or a .lua file's name is not UTF-8",
     "duplicate-script": "two script files share one script name",
     "encoding": "a source file is not valid UTF-8",
     "read-error": "a source file cannot be read",

@@ -107,13 +107,13 @@ def build(
             raise ReleaseError(f"{problem} (since {previous.get('version')}: {_summary(changes)})")
     result.files = output_files(result.scripts, config.version)
     if package is not None:
-        from .package import GENERATED_PACKAGE, package_digest, recorded_inputs
+        from .package import GENERATED_PACKAGE, is_current, package_digest
 
         present = current_files(package, GENERATED_PACKAGE)  # refuses a directory not ours
         inputs = package_digest(result.files["manifest.json"], config.python_module)
-        if present is not None and recorded_inputs(present) == inputs:
-            # Generated from these very inputs: rendering it again would give these bytes.
-            # (`build --check` renders it all the same, to catch a hand-edited file.)
+        if present is not None and is_current(present, inputs):
+            # Generated from these very inputs and untouched since: rendering it again would
+            # give these bytes. (`build --check` renders it all the same.)
             result.generated = present
         else:
             from .codegen import generated_files

@@ -7,6 +7,7 @@ under `includes/`) is only ever pulled in by an `--- @include` directive.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,10 @@ class SourceTree:
         """Every script directly in the root, sorted by file name; misnamed files are reported."""
         entries: list[ScriptEntry] = []
         seen: dict[str, str] = {}
-        top_level = sorted(n for n in self.snapshot if "/" not in n and n.endswith(".lua"))
+        undecodable = self._undecodable_names()
+        top_level = sorted(
+            n for n in self.snapshot if "/" not in n and n.endswith(".lua") and n not in undecodable
+        )
         for path in map(Path, top_level):
             match = SCRIPT_NAME.match(path.name)
             if match is None:
@@ -86,6 +90,31 @@ class SourceTree:
             seen[name] = path.name
             entries.append(ScriptEntry(name, int(match["keys"]), path.name))
         return entries
+
+    def _undecodable_names(self) -> set[str]:
+        """The `.lua` files whose names are not UTF-8, each reported: no script or include can
+        be named by them."""
+        found = set()
+        for rel in self.snapshot:
+            if not rel.endswith(".lua") or rel.isascii():
+                continue
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:  # os.walk kept the undecodable bytes as surrogates
+                found.add(rel)
+                shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                name = shown.rsplit("/", 1)[-1]
+                self.diagnostics.append(
+                    Diagnostic(
+                        shown,
+                        1,
+                        1,
+                        Severity.ERROR,
+                        "bad-filename",
+                        f"file name '{name}' is not valid UTF-8",
+                    )
+                )
+        return found
 
     def contains(self, path: Path) -> bool:
         """True when `path`, with symlinks followed, lies inside the source root."""
