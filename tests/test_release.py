@@ -198,6 +198,38 @@ def test_verify_reports_and_loads_missing_scripts(
     assert "Traceback" not in bad.output
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://alice:s3cret@127.0.0.1:1/0", "redis://alice:***@127.0.0.1:1/0"),
+        ("redis://:s3cret@127.0.0.1:1", "redis://:***@127.0.0.1:1"),
+        ("redis://127.0.0.1:1/0?password=s3cret&db=0", "redis://127.0.0.1:1/0?password=***&db=0"),
+        # Not percent-encoded: redis-py misreads the URL (and names the "port" in its error).
+        ("redis://alice:s3c/ret@127.0.0.1:1/0", "redis://alice:***@127.0.0.1:1/0"),
+        ("redis://alice:s3cret@127.0.0.1:port/0", "redis://alice:***@127.0.0.1:port/0"),
+    ],
+)
+def test_verify_never_prints_the_password_of_the_url(tmp_path: Path, url: str, shown: str) -> None:
+    project = release(tmp_path, "v", "1.0.0", sources=TOUCH)
+    for release_path in (project / "build", bundle(project)):
+        failed = CliRunner().invoke(cli, ["verify", "--redis", url, "--release", str(release_path)])
+        assert failed.exit_code == 1
+        assert failed.stderr.startswith(f"Error: {shown}: ")
+        assert "s3c" not in failed.output
+        assert "Traceback" not in failed.output
+
+
+def test_verify_refused_by_the_server_hides_the_password(
+    tmp_path: Path, r: redis.Redis, redis_server: RedisServer
+) -> None:
+    project = release(tmp_path, "v", "1.0.0", sources=TOUCH)
+    url = f"redis://alice:s3cret@127.0.0.1:{redis_server.port}/0"
+    refused = CliRunner().invoke(cli, ["verify", "--redis", url, "--release", str(bundle(project))])
+    assert refused.exit_code == 1
+    assert f"Error: redis://alice:***@127.0.0.1:{redis_server.port}/0: " in refused.stderr
+    assert "s3cret" not in refused.output
+
+
 def test_verify_checks_every_primary_of_a_cluster(
     tmp_path: Path, rc: redis.cluster.RedisCluster, redis_cluster: RedisCluster
 ) -> None:

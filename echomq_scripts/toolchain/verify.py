@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import redis
 import redis.cluster
@@ -62,6 +64,48 @@ def release_scripts(path: Path) -> list[ScriptBody]:
     return scripts
 
 
+# A `password` option in the query string, as redis-py reads it: its value, up to the next option.
+_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&#]*)")
+
+
+def _split_password(url: str) -> tuple[str, str, str]:
+    """`url` as (before its user-info password, the password, after it); ("", "", url) if none.
+
+    The user info ends at the last "@" before the query: a password written without
+    percent-encoding may hold "@" or "/", and though redis-py then misreads the URL, its password
+    must still not show.
+    """
+    scheme, sep, rest = url.partition("://")
+    authority = re.split(r"[?#]", rest, maxsplit=1)[0] if sep else ""
+    user_info, at, _ = authority.rpartition("@")
+    user, colon, password = user_info.partition(":")
+    if not (at and colon and password):
+        return "", "", url
+    head = f"{scheme}://{user}:"
+    return head, password, url[len(head) + len(password) :]
+
+
+def redact_url(url: str) -> str:
+    """`url` with its passwords, in the user info and in a `password` option, shown as `***`."""
+    head, password, tail = _split_password(url)
+    return _QUERY_PASSWORD.sub(r"\1***", f"{head}***{tail}" if password else url)
+
+
+def redact(text: str, url: str) -> str:
+    """`text` (a message about `url`) with every password of `url` shown as `***`, whether
+    written as in the URL or percent-decoded."""
+    found = [m[2] for m in _QUERY_PASSWORD.finditer(url)] + [_split_password(url)[1]]
+    secrets = {s for p in found if p for s in (p, unquote(p))}
+    # redis-py splits a URL at "/", ":", "@", "?" and "#", so a password holding one of them
+    # that was not percent-encoded can reach its message in pieces (as a "port", say). Pieces
+    # shorter than 3 characters give little away, and hiding them would garble the message.
+    secrets |= {piece for p in found for piece in re.split(r"[/:@?#]", p) if len(piece) >= 3}
+    # Longest first, so that a password holding another one is hidden whole.
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
 def _servers(url: str) -> list[tuple[str, redis.Redis]]:
     """A client per server to check: the server of `url`, or every primary of its cluster."""
     client = redis.Redis.from_url(url)
@@ -89,7 +133,8 @@ def verify(url: str, scripts: list[ScriptBody], load: bool) -> list[NodeReport]:
                         loaded.append(script.name)
             reports.append(NodeReport(name, present, missing, tuple(loaded)))
     except (redis.RedisError, ValueError) as exc:
-        raise ReleaseError(f"{url}: {exc}") from None
+        # The URL and redis-py's message can both hold the password: neither may show it.
+        raise ReleaseError(f"{redact_url(url)}: {redact(str(exc), url)}") from None
     return reports
 
 
