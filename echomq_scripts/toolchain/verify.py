@@ -13,12 +13,13 @@ import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import redis
 import redis.cluster
 
-from .release import ReleaseError, load_manifest
+from .release import ReleaseError, inside, load_manifest
 
 
 @dataclass(frozen=True)
@@ -38,15 +39,30 @@ class NodeReport:
     loaded: tuple[str, ...]
 
 
+def _entries(path: Path, manifest: dict[str, Any]) -> list[dict[str, str]]:
+    """The manifest's scripts, each with a string name, file and sha1, its file inside `path`."""
+    scripts = manifest["scripts"]
+    if not isinstance(scripts, list):
+        raise ReleaseError(f"{path}: the manifest's scripts are not a list")
+    for number, entry in enumerate(scripts):
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(field), str) for field in ("name", "file", "sha1")
+        ):
+            raise ReleaseError(f"{path}: scripts[{number}] has no string name, file and sha1")
+        # A crafted "../x" or "/etc/x" would otherwise be read, and with --load sent to Redis.
+        inside(path, entry["file"], "the manifest's file", on_disk=path.is_dir())
+    return scripts
+
+
 def release_scripts(path: Path) -> list[ScriptBody]:
     """Every script of a build directory or a bundle, checked against the manifest's SHA1."""
     if not path.is_dir() and not path.name.endswith((".tar.gz", ".tgz")):
         raise ReleaseError(f"{path}: --release takes a build directory or a bundle (.tar.gz)")
-    manifest = load_manifest(path)
+    entries = _entries(path, load_manifest(path))
     files: dict[str, bytes] = {}
     try:
         if path.is_dir():
-            files = {s["file"]: (path / s["file"]).read_bytes() for s in manifest["scripts"]}
+            files = {e["file"]: (path / e["file"]).read_bytes() for e in entries}
         else:
             with tarfile.open(path) as tar:
                 for member in tar.getmembers():
@@ -56,7 +72,7 @@ def release_scripts(path: Path) -> list[ScriptBody]:
     except (OSError, tarfile.TarError) as exc:
         raise ReleaseError(f"{path}: cannot read the scripts: {exc}") from None
     scripts = []
-    for entry in manifest["scripts"]:
+    for entry in entries:
         body = files.get(entry["file"])
         if body is None or hashlib.sha1(body).hexdigest() != entry["sha1"]:
             raise ReleaseError(f"{path}: {entry['file']} is missing or does not match its sha1")
