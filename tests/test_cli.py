@@ -123,6 +123,11 @@ def test_project_strict_setting_applies_and_the_flag_overrides_it(in_tmp: Path) 
         (["build", "--bogus"], "No such option '--bogus'"),
         (["explain", "extendLock-2"], "expected SCRIPT:LINE"),
         (["explain", "extendLock-2:0"], "expected SCRIPT:LINE"),
+        # Digits, but not ASCII ones: int() refuses the first and reads the second as 3.
+        (["explain", "extendLock-2:²"], "expected SCRIPT:LINE"),
+        (["explain", "extendLock-2:٣"], "expected SCRIPT:LINE"),
+        (["explain", "extendLock-2:+3"], "expected SCRIPT:LINE"),
+        (["explain", "extendLock-2: 3"], "expected SCRIPT:LINE"),
         (["frobnicate"], "No such command 'frobnicate'"),
     ],
 )
@@ -189,6 +194,11 @@ def test_explain_errors(in_tmp: Path) -> None:
     past_end = invoke("explain", "touch-3:999")
     assert past_end.exit_code == 2
     assert "line 999 does not exist" in past_end.stderr
+    # Longer than int() reads (4300 digits), and a 1 after many zeros.
+    far_past_end = invoke("explain", "touch-3:" + "9" * 5000)
+    assert far_past_end.exit_code == 2
+    assert "9" * 5000 + " does not exist" in far_past_end.stderr
+    assert invoke("explain", "touch-3:" + "0" * 30 + "1").stdout.startswith("lua_src/touch-3.lua:1")
 
 
 def test_repo_sources_are_clean_under_strict() -> None:

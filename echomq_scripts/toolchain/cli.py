@@ -7,6 +7,7 @@ Findings go to stderr as text, or to stdout as JSON with `--format json`.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -234,8 +235,12 @@ def explain(location: str, out: Path, src: Path) -> None:
         echomq-scripts explain moveToFinished-14:412
     """
     script, _, raw_line = location.rpartition(":")
-    if not script or not raw_line.isdigit() or int(raw_line) < 1:
+    # ASCII digits only: str.isdigit() takes "²" (which int() refuses) and int() takes "٣".
+    if not script or re.fullmatch(r"0*[1-9][0-9]*", raw_line) is None:
         raise click.UsageError(f"expected SCRIPT:LINE (e.g. extendLock-2:12), got {location!r}")
+    # A number too long for int() (over 4300 digits) is past the end of any script all the same.
+    digits = raw_line.lstrip("0")
+    line_number = int(digits) if len(digits) <= 18 else sys.maxsize
     from ..runtime.linemap import LineMap
 
     script = Path(script).name.removesuffix(".lua")
@@ -248,7 +253,7 @@ def explain(location: str, out: Path, src: Path) -> None:
         ) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise click.ClickException(f"{map_path}: unreadable line map: {exc}") from None
-    origin = line_map.origin(int(raw_line))
+    origin = line_map.origin(line_number)
     if origin is None:
         raise click.UsageError(
             f"{script} has {len(line_map.lines)} lines; line {raw_line} does not exist"
