@@ -251,19 +251,22 @@ def explain(location: str, out: Path, src: Path) -> None:
         raise click.ClickException(
             f"{map_path}: no line map for '{script}' (run 'echomq-scripts build' first)"
         ) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except OSError as exc:
         raise click.ClickException(f"{map_path}: unreadable line map: {exc}") from None
+    except ValueError as exc:  # LineMap.load checks the whole map, paths and indices included
+        raise click.ClickException(f"{map_path}: not a valid line map: {exc}") from None
     origin = line_map.origin(line_number)
     if origin is None:
         raise click.UsageError(
             f"{script} has {len(line_map.lines)} lines; line {raw_line} does not exist"
         )
     source, line = origin
+    source_path = src / source  # a relative path that does not go up: LineMap checked it
     try:
-        text = (src / source).read_text("utf-8").split("\n")[line - 1].strip()
+        text = source_path.read_text("utf-8").split("\n")[line - 1].strip()
     except (OSError, IndexError, UnicodeDecodeError):
         text = ""  # the sources are optional: the map alone answers the question
-    click.echo(f"{(src / source).as_posix()}:{line}" + (f": {text}" if text else ""))
+    click.echo(f"{source_path.as_posix()}:{line}" + (f": {text}" if text else ""))
 
 
 def _run(action: Callable[[], R]) -> R:

@@ -12,9 +12,10 @@ import json
 import re
 import tarfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
+from ..runtime.linemap import path_problem
 from .errors import EchoMQScriptsError
 
 BUMPS = ("none", "patch", "minor", "major")
@@ -47,26 +48,13 @@ def load_manifest(path: Path) -> dict[str, Any]:
     return data
 
 
-def _outside_reason(relative: str) -> str | None:
-    """Why the path `relative` may lead outside the directory it is relative to, by its text."""
-    if not relative:
-        return "is empty"
-    if "\0" in relative:
-        return "holds a NUL"
-    if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).anchor:
-        return "is absolute"
-    if ".." in relative.replace("\\", "/").split("/"):
-        return "goes up with '..'"
-    return None
-
-
 def inside(root: Path, relative: str, what: str, *, on_disk: bool = True) -> Path:
     """`root / relative`, refused unless `relative` stays inside `root`.
 
     A release names its files relative to its own top: never absolute, never up with "..", and
     (`on_disk`) not out of it through a symlink either. `what` names the path in the message.
     """
-    reason = _outside_reason(relative)
+    reason = path_problem(relative)
     if reason is None and on_disk:
         try:
             if not (root / relative).resolve().is_relative_to(root.resolve()):
