@@ -261,6 +261,19 @@ def test_explain_refuses_a_crafted_line_map(built_clean: Path, edit: str, messag
     assert "Traceback" not in refused.output
 
 
+def test_explain_reads_no_source_linked_from_outside_src(built_clean: Path) -> None:
+    Path("secret.txt").write_text("the first line of a private file\n")
+    Path("lua_src/touch-3.lua").unlink()
+    Path("lua_src/touch-3.lua").symlink_to(Path("secret.txt").resolve())
+    refused = invoke("explain", "touch-3:1")
+    assert refused.exit_code == 1
+    assert refused.stderr == (
+        "Error: build/maps/touch-3.json: lua_src: the line map's source 'touch-3.lua' leads"
+        " outside it through a symlink; refusing to read it\n"
+    )
+    assert "private" not in refused.output
+
+
 def test_repo_sources_are_clean_under_strict() -> None:
     """This repository's own scripts pass every check, warnings included."""
     result = CliRunner().invoke(

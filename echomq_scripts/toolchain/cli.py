@@ -242,6 +242,7 @@ def explain(location: str, out: Path, src: Path) -> None:
     digits = raw_line.lstrip("0")
     line_number = int(digits) if len(digits) <= 18 else sys.maxsize
     from ..runtime.linemap import LineMap
+    from .release import ReleaseError, inside
 
     script = Path(script).name.removesuffix(".lua")
     map_path = out / "maps" / f"{script}.json"
@@ -261,7 +262,11 @@ def explain(location: str, out: Path, src: Path) -> None:
             f"{script} has {len(line_map.lines)} lines; line {raw_line} does not exist"
         )
     source, line = origin
-    source_path = src / source  # a relative path that does not go up: LineMap checked it
+    try:
+        # The map's sources do not go up or start at "/"; nor may a symlink lead out of --src.
+        source_path = inside(src, source, "the line map's source")
+    except ReleaseError as exc:
+        raise click.ClickException(f"{map_path}: {exc}") from None
     try:
         text = source_path.read_text("utf-8").split("\n")[line - 1].strip()
     except (OSError, IndexError, UnicodeDecodeError):
