@@ -123,6 +123,11 @@ def test_project_strict_setting_applies_and_the_flag_overrides_it(in_tmp: Path) 
         (["build", "--bogus"], "No such option '--bogus'"),
         (["explain", "extendLock-2"], "expected SCRIPT:LINE"),
         (["explain", "extendLock-2:0"], "expected SCRIPT:LINE"),
+        # Digits, but not ASCII ones: int() refuses the first and reads the second as 3.
+        (["explain", "extendLock-2:²"], "expected SCRIPT:LINE"),
+        (["explain", "extendLock-2:٣"], "expected SCRIPT:LINE"),
+        (["explain", "extendLock-2:+3"], "expected SCRIPT:LINE"),
+        (["explain", "extendLock-2: 3"], "expected SCRIPT:LINE"),
         (["frobnicate"], "No such command 'frobnicate'"),
     ],
 )
@@ -189,6 +194,84 @@ def test_explain_errors(in_tmp: Path) -> None:
     past_end = invoke("explain", "touch-3:999")
     assert past_end.exit_code == 2
     assert "line 999 does not exist" in past_end.stderr
+    # Longer than int() reads (4300 digits), and a 1 after many zeros.
+    far_past_end = invoke("explain", "touch-3:" + "9" * 5000)
+    assert far_past_end.exit_code == 2
+    assert "9" * 5000 + " does not exist" in far_past_end.stderr
+    assert invoke("explain", "touch-3:" + "0" * 30 + "1").stdout.startswith("lua_src/touch-3.lua:1")
+
+
+@pytest.fixture
+def built_clean(in_tmp: Path) -> Path:
+    """The clean fixture, built, as the working directory."""
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    assert invoke("build", "--no-cache").exit_code == 0
+    return in_tmp / "clean"
+
+
+def crafted(edit: str) -> bytes:
+    """The clean fixture's line map of touch-3 (in build/), with `edit` applied."""
+    data = json.loads(Path("build/maps/touch-3.json").read_bytes())
+    if edit == "not a map":
+        return b"[1, 2]"
+    if edit == "deep":
+        return b"[" * 100_000 + b"]" * 100_000
+    field, _, value = edit.partition("=")
+    if field.startswith("lines[0]"):
+        data["lines"][0] = json.loads(value)
+    elif field == "sources[0]":
+        data["sources"][0] = json.loads(value)
+    else:
+        data[field] = json.loads(value)
+    return json.dumps(data).encode()
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ('sources[0]="/etc/passwd"', "sources[0] '/etc/passwd' is absolute"),
+        ('sources[0]="../../../../../../../../etc/passwd"', "goes up with '..'"),
+        ('sources[0]="includes/../../x.lua"', "goes up with '..'"),
+        ('sources[0]="touch-3.lua\\u0000"', "sources[0] 'touch-3.lua\\x00' holds a NUL"),
+        ('sources[0]=""', "sources[0] '' is empty"),
+        ("sources[0]=7", "sources[0] 7 is not a string"),
+        ("sources=[]", "sources is not a list of paths"),
+        ("lines[0]=[9, 1]", "lines[0] is [9, 1]: a source index from 0 to 2"),
+        ("lines[0]=[-1, 1]", "lines[0] is [-1, 1]: a source index from 0 to 2"),
+        ("lines[0]=[0, 0]", "and a line from 1 were expected"),
+        ("lines[0]=[true, 1]", "lines[0] is not a pair of integers"),
+        ("lines[0]=[0, 1.5]", "lines[0] is not a pair of integers"),
+        ('lines[0]=["0", "1"]', "lines[0] is not a pair of integers"),
+        ("lines[0]=[0, 1, 2]", "lines[0] is not a pair of integers"),
+        ("lines=7", "lines is not a list"),
+        ("script=null", "script is not a string"),
+        ("format=2", "format is 2, not 1"),
+        ("not a map", "not a JSON object"),
+        ("deep", "nested too deeply"),
+    ],
+)
+def test_explain_refuses_a_crafted_line_map(built_clean: Path, edit: str, message: str) -> None:
+    Path("build/maps/touch-3.json").write_bytes(crafted(edit))
+    refused = invoke("explain", "touch-3:1")
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("Error: build/maps/touch-3.json: not a valid line map: ")
+    assert message in refused.stderr
+    assert refused.stdout == ""
+    assert "Traceback" not in refused.output
+
+
+def test_explain_reads_no_source_linked_from_outside_src(built_clean: Path) -> None:
+    Path("secret.txt").write_text("the first line of a private file\n")
+    Path("lua_src/touch-3.lua").unlink()
+    Path("lua_src/touch-3.lua").symlink_to(Path("secret.txt").resolve())
+    refused = invoke("explain", "touch-3:1")
+    assert refused.exit_code == 1
+    assert refused.stderr == (
+        "Error: build/maps/touch-3.json: lua_src: the line map's source 'touch-3.lua' leads"
+        " outside it through a symlink; refusing to read it\n"
+    )
+    assert "private" not in refused.output
 
 
 def test_repo_sources_are_clean_under_strict() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import shutil
@@ -196,6 +197,87 @@ def test_verify_reports_and_loads_missing_scripts(
     )
     assert bad.exit_code == 1
     assert "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://alice:s3cret@127.0.0.1:1/0", "redis://alice:***@127.0.0.1:1/0"),
+        ("redis://:s3cret@127.0.0.1:1", "redis://:***@127.0.0.1:1"),
+        ("redis://127.0.0.1:1/0?password=s3cret&db=0", "redis://127.0.0.1:1/0?password=***&db=0"),
+        # Not percent-encoded: redis-py misreads the URL (and names the "port" in its error).
+        ("redis://alice:s3c/ret@127.0.0.1:1/0", "redis://alice:***@127.0.0.1:1/0"),
+        ("redis://alice:s3cret@127.0.0.1:port/0", "redis://alice:***@127.0.0.1:port/0"),
+    ],
+)
+def test_verify_never_prints_the_password_of_the_url(tmp_path: Path, url: str, shown: str) -> None:
+    project = release(tmp_path, "v", "1.0.0", sources=TOUCH)
+    for release_path in (project / "build", bundle(project)):
+        failed = CliRunner().invoke(cli, ["verify", "--redis", url, "--release", str(release_path)])
+        assert failed.exit_code == 1
+        assert failed.stderr.startswith(f"Error: {shown}: ")
+        assert "s3c" not in failed.output
+        assert "Traceback" not in failed.output
+
+
+def test_verify_refused_by_the_server_hides_the_password(
+    tmp_path: Path, r: redis.Redis, redis_server: RedisServer
+) -> None:
+    project = release(tmp_path, "v", "1.0.0", sources=TOUCH)
+    url = f"redis://alice:s3cret@127.0.0.1:{redis_server.port}/0"
+    refused = CliRunner().invoke(cli, ["verify", "--redis", url, "--release", str(bundle(project))])
+    assert refused.exit_code == 1
+    assert f"Error: redis://alice:***@127.0.0.1:{redis_server.port}/0: " in refused.stderr
+    assert "s3cret" not in refused.output
+
+
+def with_file(build: Path, file: str) -> None:
+    """Point the manifest of `build` at `file` for its first script, with that file's sha1."""
+    manifest = json.loads((build / "manifest.json").read_bytes())
+    target = Path(file) if Path(file).is_absolute() else build / file
+    manifest["scripts"][0]["file"] = file
+    manifest["scripts"][0]["sha1"] = hashlib.sha1(target.read_bytes()).hexdigest()
+    (build / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(
+    ("file", "reason"),
+    [
+        ("../secret.lua", "goes up with '..'"),
+        ("scripts/../../secret.lua", "goes up with '..'"),
+        ("{outside}/secret.lua", "is absolute"),
+        ("scripts/link.lua", "leads outside it through a symlink"),
+    ],
+)
+def test_verify_reads_and_loads_no_file_outside_the_release(
+    tmp_path: Path, r: redis.Redis, redis_server: RedisServer, file: str, reason: str
+) -> None:
+    project = release(tmp_path, "v", "1.0.0", sources=TOUCH)
+    build = project / "build"
+    secret = project / "secret.lua"
+    secret.write_text("return 'not part of the release'\n")
+    (build / "scripts" / "link.lua").symlink_to(secret)
+    file = file.format(outside=project)
+    with_file(build, file)
+    url = f"redis://127.0.0.1:{redis_server.port}/0"
+    refused = CliRunner().invoke(cli, ["verify", "--redis", url, "--release", str(build), "--load"])
+    assert refused.exit_code == 1
+    assert refused.stderr == (
+        f"Error: {build}: the manifest's file {file!r} {reason}; refusing to read it\n"
+    )
+    assert r.script_exists(hashlib.sha1(secret.read_bytes()).hexdigest()) == [False]
+
+
+def test_verify_refuses_a_manifest_entry_without_a_string_file(tmp_path: Path) -> None:
+    build = release(tmp_path, "v", "1.0.0", sources=TOUCH) / "build"
+    manifest = json.loads((build / "manifest.json").read_bytes())
+    manifest["scripts"][0]["file"] = 5
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    refused = CliRunner().invoke(
+        cli, ["verify", "--redis", "redis://127.0.0.1:1", "--release", str(build)]
+    )
+    assert refused.exit_code == 1
+    assert refused.stderr == f"Error: {build}: scripts[0] has no string name, file and sha1\n"
 
 
 def test_verify_checks_every_primary_of_a_cluster(

@@ -7,6 +7,7 @@ Findings go to stderr as text, or to stdout as JSON with `--format json`.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -234,9 +235,14 @@ def explain(location: str, out: Path, src: Path) -> None:
         echomq-scripts explain moveToFinished-14:412
     """
     script, _, raw_line = location.rpartition(":")
-    if not script or not raw_line.isdigit() or int(raw_line) < 1:
+    # ASCII digits only: str.isdigit() takes "²" (which int() refuses) and int() takes "٣".
+    if not script or re.fullmatch(r"0*[1-9][0-9]*", raw_line) is None:
         raise click.UsageError(f"expected SCRIPT:LINE (e.g. extendLock-2:12), got {location!r}")
+    # A number too long for int() (over 4300 digits) is past the end of any script all the same.
+    digits = raw_line.lstrip("0")
+    line_number = int(digits) if len(digits) <= 18 else sys.maxsize
     from ..runtime.linemap import LineMap
+    from .release import ReleaseError, inside
 
     script = Path(script).name.removesuffix(".lua")
     map_path = out / "maps" / f"{script}.json"
@@ -246,19 +252,26 @@ def explain(location: str, out: Path, src: Path) -> None:
         raise click.ClickException(
             f"{map_path}: no line map for '{script}' (run 'echomq-scripts build' first)"
         ) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except OSError as exc:
         raise click.ClickException(f"{map_path}: unreadable line map: {exc}") from None
-    origin = line_map.origin(int(raw_line))
+    except ValueError as exc:  # LineMap.load checks the whole map, paths and indices included
+        raise click.ClickException(f"{map_path}: not a valid line map: {exc}") from None
+    origin = line_map.origin(line_number)
     if origin is None:
         raise click.UsageError(
             f"{script} has {len(line_map.lines)} lines; line {raw_line} does not exist"
         )
     source, line = origin
     try:
-        text = (src / source).read_text("utf-8").split("\n")[line - 1].strip()
+        # The map's sources do not go up or start at "/"; nor may a symlink lead out of --src.
+        source_path = inside(src, source, "the line map's source")
+    except ReleaseError as exc:
+        raise click.ClickException(f"{map_path}: {exc}") from None
+    try:
+        text = source_path.read_text("utf-8").split("\n")[line - 1].strip()
     except (OSError, IndexError, UnicodeDecodeError):
         text = ""  # the sources are optional: the map alone answers the question
-    click.echo(f"{(src / source).as_posix()}:{line}" + (f": {text}" if text else ""))
+    click.echo(f"{source_path.as_posix()}:{line}" + (f": {text}" if text else ""))
 
 
 def _run(action: Callable[[], R]) -> R:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..runtime.linemap import path_problem
 from .errors import EchoMQScriptsError
 
 BUMPS = ("none", "patch", "minor", "major")
@@ -45,6 +46,24 @@ def load_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != 1 or "scripts" not in data:
         raise ReleaseError(f"{path}: not a format 1 echomq-scripts manifest")
     return data
+
+
+def inside(root: Path, relative: str, what: str, *, on_disk: bool = True) -> Path:
+    """`root / relative`, refused unless `relative` stays inside `root`.
+
+    A release names its files relative to its own top: never absolute, never up with "..", and
+    (`on_disk`) not out of it through a symlink either. `what` names the path in the message.
+    """
+    reason = path_problem(relative)
+    if reason is None and on_disk:
+        try:
+            if not (root / relative).resolve().is_relative_to(root.resolve()):
+                reason = "leads outside it through a symlink"
+        except (OSError, RuntimeError):  # a symlink loop: RuntimeError before Python 3.13
+            reason = "cannot be resolved"
+    if reason is not None:
+        raise ReleaseError(f"{root}: {what} {relative!r} {reason}; refusing to read it")
+    return root / relative
 
 
 def signature(script: dict[str, Any]) -> dict[str, Any]:

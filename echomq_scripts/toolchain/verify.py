@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
 
 import redis
 import redis.cluster
 
-from .release import ReleaseError, load_manifest
+from .release import ReleaseError, inside, load_manifest
 
 
 @dataclass(frozen=True)
@@ -36,15 +39,30 @@ class NodeReport:
     loaded: tuple[str, ...]
 
 
+def _entries(path: Path, manifest: dict[str, Any]) -> list[dict[str, str]]:
+    """The manifest's scripts, each with a string name, file and sha1, its file inside `path`."""
+    scripts = manifest["scripts"]
+    if not isinstance(scripts, list):
+        raise ReleaseError(f"{path}: the manifest's scripts are not a list")
+    for number, entry in enumerate(scripts):
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(field), str) for field in ("name", "file", "sha1")
+        ):
+            raise ReleaseError(f"{path}: scripts[{number}] has no string name, file and sha1")
+        # A crafted "../x" or "/etc/x" would otherwise be read, and with --load sent to Redis.
+        inside(path, entry["file"], "the manifest's file", on_disk=path.is_dir())
+    return scripts
+
+
 def release_scripts(path: Path) -> list[ScriptBody]:
     """Every script of a build directory or a bundle, checked against the manifest's SHA1."""
     if not path.is_dir() and not path.name.endswith((".tar.gz", ".tgz")):
         raise ReleaseError(f"{path}: --release takes a build directory or a bundle (.tar.gz)")
-    manifest = load_manifest(path)
+    entries = _entries(path, load_manifest(path))
     files: dict[str, bytes] = {}
     try:
         if path.is_dir():
-            files = {s["file"]: (path / s["file"]).read_bytes() for s in manifest["scripts"]}
+            files = {e["file"]: (path / e["file"]).read_bytes() for e in entries}
         else:
             with tarfile.open(path) as tar:
                 for member in tar.getmembers():
@@ -54,12 +72,54 @@ def release_scripts(path: Path) -> list[ScriptBody]:
     except (OSError, tarfile.TarError) as exc:
         raise ReleaseError(f"{path}: cannot read the scripts: {exc}") from None
     scripts = []
-    for entry in manifest["scripts"]:
+    for entry in entries:
         body = files.get(entry["file"])
         if body is None or hashlib.sha1(body).hexdigest() != entry["sha1"]:
             raise ReleaseError(f"{path}: {entry['file']} is missing or does not match its sha1")
         scripts.append(ScriptBody(entry["name"], entry["sha1"], body))
     return scripts
+
+
+# A `password` option in the query string, as redis-py reads it: its value, up to the next option.
+_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&#]*)")
+
+
+def _split_password(url: str) -> tuple[str, str, str]:
+    """`url` as (before its user-info password, the password, after it); ("", "", url) if none.
+
+    The user info ends at the last "@" before the query: a password written without
+    percent-encoding may hold "@" or "/", and though redis-py then misreads the URL, its password
+    must still not show.
+    """
+    scheme, sep, rest = url.partition("://")
+    authority = re.split(r"[?#]", rest, maxsplit=1)[0] if sep else ""
+    user_info, at, _ = authority.rpartition("@")
+    user, colon, password = user_info.partition(":")
+    if not (at and colon and password):
+        return "", "", url
+    head = f"{scheme}://{user}:"
+    return head, password, url[len(head) + len(password) :]
+
+
+def redact_url(url: str) -> str:
+    """`url` with its passwords, in the user info and in a `password` option, shown as `***`."""
+    head, password, tail = _split_password(url)
+    return _QUERY_PASSWORD.sub(r"\1***", f"{head}***{tail}" if password else url)
+
+
+def redact(text: str, url: str) -> str:
+    """`text` (a message about `url`) with every password of `url` shown as `***`, whether
+    written as in the URL or percent-decoded."""
+    found = [m[2] for m in _QUERY_PASSWORD.finditer(url)] + [_split_password(url)[1]]
+    secrets = {s for p in found if p for s in (p, unquote(p))}
+    # redis-py splits a URL at "/", ":", "@", "?" and "#", so a password holding one of them
+    # that was not percent-encoded can reach its message in pieces (as a "port", say). Pieces
+    # shorter than 3 characters give little away, and hiding them would garble the message.
+    secrets |= {piece for p in found for piece in re.split(r"[/:@?#]", p) if len(piece) >= 3}
+    # Longest first, so that a password holding another one is hidden whole.
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def _servers(url: str) -> list[tuple[str, redis.Redis]]:
@@ -89,7 +149,8 @@ def verify(url: str, scripts: list[ScriptBody], load: bool) -> list[NodeReport]:
                         loaded.append(script.name)
             reports.append(NodeReport(name, present, missing, tuple(loaded)))
     except (redis.RedisError, ValueError) as exc:
-        raise ReleaseError(f"{url}: {exc}") from None
+        # The URL and redis-py's message can both hold the password: neither may show it.
+        raise ReleaseError(f"{redact_url(url)}: {redact(str(exc), url)}") from None
     return reports
 
 
