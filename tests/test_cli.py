@@ -610,3 +610,38 @@ def test_the_stamp_covers_the_version_the_schema_and_both_halves(
     cache._fingerprint(None)
     assert {"__init__.py", "toolchain/manifest.schema.json", "runtime/grammar.py"} <= set(read)
     assert "toolchain/templates/scripts.py.j2" in read
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r", b"\r\n", b"\n\r"], ids=["lf", "cr", "crlf", "lfcr"])
+def test_findings_count_lines_as_lua_does(in_tmp: Path, end: bytes) -> None:
+    """Each of Lua's four line ends is one line end for every finding and for explain."""
+    from lupa import lua51
+
+    src = in_tmp / "lua_src"
+    src.mkdir()
+    lines = [b"-- no header", b"local x = 1", b"return y"]
+    (src / "a-0.lua").write_bytes(end.join(lines) + end)
+    (src / "b-0.lua").write_bytes(end.join([*lines[:2], b"return 1 +"]) + end)
+    (src / "c-0.lua").write_bytes(end.join([*lines[:2], b"return '\xff'"]) + end)
+    result = invoke("check", "--src", "lua_src", "--no-cache")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[:-1] == [
+        "lua_src/a-0.lua:1:1: warning: script has no header (see docs/authoring.md)"
+        " [header-missing]",
+        "lua_src/a-0.lua:2:7: warning: local 'x' is never read [unused-local]",
+        "lua_src/a-0.lua:3:8: error: read of undefined global 'y': Redis's Lua does not provide it"
+        " [undefined-global]",
+        "lua_src/b-0.lua:3:11: error: unexpected symbol near '<eof>' [syntax]",
+        "lua_src/c-0.lua:3:1: error: not valid UTF-8: invalid start byte [encoding]",
+    ]
+    # Lua itself names line 4 (the end of the file), which the finding clamps to the last line.
+    compiled = lua51.LuaRuntime(encoding=None).globals().loadstring
+    assert compiled((src / "b-0.lua").read_bytes(), b"@user_script")[1].startswith(
+        b"user_script:4: "
+    )
+    (src / "b-0.lua").unlink()
+    (src / "c-0.lua").unlink()
+    (src / "a-0.lua").write_bytes(end.join([b"local x = 1", b"return x"]) + end)
+    assert invoke("build", "--src", "lua_src", "--no-cache").exit_code == 0
+    assert Path("build/scripts/a-0.lua").read_bytes() == b"local x = 1\nreturn x\n"
+    assert invoke("explain", "a-0:2").stdout == "lua_src/a-0.lua:2: return x\n"

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # The modules whose code decides what `Facts` holds.
-_ANALYSER_MODULES = ("analyse.py", "syntax.py", "redis_lua.py")
+_ANALYSER_MODULES = ("analyse.py", "syntax.py", "lines.py", "redis_lua.py")
 _STAMP_FORMAT = 2  # 2: sha256 of the payload, then the payload in marshal's format (1 was JSON)
 
 

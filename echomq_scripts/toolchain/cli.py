@@ -242,6 +242,7 @@ def explain(location: str, out: Path, src: Path) -> None:
     digits = raw_line.lstrip("0")
     line_number = int(digits) if len(digits) <= 18 else sys.maxsize
     from ..runtime.linemap import LineMap
+    from .lines import split_lines
     from .release import ReleaseError, inside
 
     script = Path(script).name.removesuffix(".lua")
@@ -268,7 +269,7 @@ def explain(location: str, out: Path, src: Path) -> None:
     except ReleaseError as exc:
         raise click.ClickException(f"{map_path}: {exc}") from None
     try:
-        text = source_path.read_text("utf-8").split("\n")[line - 1].strip()
+        text = split_lines(source_path.read_bytes().decode("utf-8"))[line - 1].strip()
     except (OSError, IndexError, UnicodeDecodeError):
         text = ""  # the sources are optional: the map alone answers the question
     click.echo(f"{source_path.as_posix()}:{line}" + (f": {text}" if text else ""))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .diagnostics import Diagnostic, Severity
+from .lines import line_number, normalise_line_ends, split_lines
 from .snapshot import Snapshot, take_snapshot
 
 SCRIPT_NAME = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)-(?P<keys>0|[1-9][0-9]*)\.lua$")
@@ -20,7 +21,8 @@ SCRIPT_NAME = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)-(?P<keys>0|[1-9][0-
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One source file's text, split into lines, and the sha256 of that text with CRLF as LF."""
+    """One source file's text, split into lines, and the sha256 of that text with each line end
+    (`lines.py`) as LF."""
 
     path: str  # relative to the source root, with '/' separators
     lines: tuple[str, ...]
@@ -140,7 +142,7 @@ class SourceTree:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
+            line = line_number(data, exc.start)
             self.diagnostics.append(
                 Diagnostic(
                     rel, line, 1, Severity.ERROR, "encoding", f"not valid UTF-8: {exc.reason}"
@@ -148,11 +150,10 @@ class SourceTree:
             )
             return None
         # Scripts are sent with '\n' line ends whatever the checkout did to them, so a Windows
-        # clone builds the same bytes (and the same sha1) as a Linux one.
-        text = text.replace("\r\n", "\n")
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
+        # clone builds the same bytes (and the same sha1) as a Linux one. Every line end Lua
+        # counts becomes one '\n', so a line of the file is a line of the resolved script.
+        text = normalise_line_ends(text)
+        lines = split_lines(text)
         # The digest is of the normalised text for the same reason: the manifest must not change
         # with the checkout's line-end setting.
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .lines import split_lines
+
 _MESSAGE = re.compile(rb"^user_script:(?P<line>\d+): (?P<message>.*)$", re.DOTALL)
 _NEAR = re.compile(rb"near '(?P<token>.*)'$", re.DOTALL)
 
@@ -47,9 +49,8 @@ def check_syntax(text: str) -> SyntaxProblem | None:
     match = _MESSAGE.match(message)
     if match is None:
         return SyntaxProblem(0, 0, message.decode("utf-8", "backslashreplace"))
-    lines = source.split(b"\n")
-    if len(lines) > 1 and lines[-1] == b"":
-        lines.pop()  # the text's final newline does not start a line
+    # Lua's line numbers, on the lines as Lua counts them; the empty text has one empty line.
+    lines = [line.encode("utf-8") for line in split_lines(text)] or [b""]
     row = min(int(match["line"]), len(lines)) - 1
     detail = match["message"]
     near = _NEAR.search(detail)
