@@ -645,3 +645,32 @@ def test_findings_count_lines_as_lua_does(in_tmp: Path, end: bytes) -> None:
     assert invoke("build", "--src", "lua_src", "--no-cache").exit_code == 0
     assert Path("build/scripts/a-0.lua").read_bytes() == b"local x = 1\nreturn x\n"
     assert invoke("explain", "a-0:2").stdout == "lua_src/a-0.lua:2: return x\n"
+
+
+def test_control_characters_in_names_keep_each_finding_on_one_line(in_tmp: Path) -> None:
+    """Text output escapes a name's control characters; JSON output holds the real name."""
+    src = in_tmp / "lua_src"
+    (src / "includes").mkdir(parents=True)
+    (src / "bad\nname.lua").write_text("return 1\n")
+    (src / "includes" / "tab\there.lua").write_text(
+        "local function one()\n  local unused = 1\n  return 1\nend\n"
+    )
+    (src / "uses-0.lua").write_text('--- @include "includes/tab\there"\nreturn one()\n')
+    text = invoke("check", "--src", "lua_src", "--no-cache")
+    assert text.exit_code == 1
+    assert text.stderr.splitlines() == [
+        "lua_src/bad\\nname.lua:1:1: error: script file 'bad\\nname.lua' is not named"
+        " <name>-<N>.lua, where N is its number of KEYS (shared code belongs in includes/)"
+        " [bad-filename]",
+        "lua_src/includes/tab\\there.lua:2:9: warning: local 'unused' is never read [unused-local]",
+        "lua_src/uses-0.lua:1:1: warning: script has no header (see docs/authoring.md)"
+        " [header-missing]",
+        "1 error(s), 2 warning(s)",
+    ]
+    found = json.loads(invoke("check", "--src", "lua_src", "--no-cache", "--format", "json").stdout)
+    assert [f["path"] for f in found] == [
+        "lua_src/bad\nname.lua",
+        "lua_src/includes/tab\there.lua",
+        "lua_src/uses-0.lua",
+    ]
+    assert "'bad\nname.lua'" in found[0]["message"]

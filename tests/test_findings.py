@@ -76,3 +76,15 @@ def test_cached_facts_hold_every_field_and_read_back_equal() -> None:
     as_json = json.loads(json.dumps(facts.to_json()))
     assert as_json == json.loads(json.dumps(dataclasses.asdict(facts)))
     assert Facts.from_json(as_json, text.count("\n")) == facts
+
+
+def test_text_findings_escape_control_characters_by_one_rule() -> None:
+    from echomq_scripts.toolchain.diagnostics import escape_controls
+
+    assert escape_controls("plain é name.lua") == "plain é name.lua"
+    assert escape_controls("a\tb\nc\rd\x1be\x7ff\x85g\u2028h") == (
+        "a\\tb\\nc\\rd\\x1be\\x7ff\\x85g\\u2028h"
+    )
+    # An undecodable byte, kept by os.fsdecode as a lone surrogate, shows as that byte.
+    assert escape_controls("a\udcff.lua") == "a\\xff.lua"
+    assert escape_controls(escape_controls("a\n")) == "a\\n"

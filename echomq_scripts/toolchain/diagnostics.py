@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Final
@@ -71,7 +72,35 @@ class Diagnostic:
             raise ValueError(f"unregistered diagnostic code {self.code!r}")
 
     def format_text(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.severity}: {self.message} [{self.code}]"
+        """The finding as one line of text, its names' control characters escaped."""
+        return (
+            f"{escape_controls(self.path)}:{self.line}:{self.col}: {self.severity}:"
+            f" {escape_controls(self.message)} [{self.code}]"
+        )
+
+
+# Characters that would break a finding's line, or act on the terminal, if printed as they are:
+# the controls (category Cc: C0, DEL, C1), the line and paragraph separators, and the lone
+# surrogates in which Python keeps a file name's undecodable bytes.
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cs"})
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(char: str) -> str:
+    if unicodedata.category(char) not in _ESCAPED_CATEGORIES:
+        return char
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for the byte code - 0xDC00
+        code -= 0xDC00
+    return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with each control character as a backslash escape (`\\n`, `\\t`, `\\r`, `\\xNN`,
+    `\\uNNNN`): the one rule for every name (and message) that a text finding shows."""
+    if text.isprintable():
+        return text  # nearly always: printable text has none of these characters
+    return "".join(map(_escape, text))
 
 
 def format_text(diagnostics: Iterable[Diagnostic]) -> str:

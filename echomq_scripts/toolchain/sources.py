@@ -7,12 +7,11 @@ under `includes/`) is only ever pulled in by an `--- @include` directive.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diagnostics import Diagnostic, Severity
+from .diagnostics import Diagnostic, Severity, escape_controls
 from .lines import line_number, normalise_line_ends, split_lines
 from .snapshot import Snapshot, take_snapshot
 
@@ -104,7 +103,8 @@ class SourceTree:
                 rel.encode("utf-8")
             except UnicodeEncodeError:  # os.walk kept the undecodable bytes as surrogates
                 found.add(rel)
-                shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                # JSON cannot hold the undecodable bytes either: both formats show them escaped.
+                shown = escape_controls(rel)
                 name = shown.rsplit("/", 1)[-1]
                 self.diagnostics.append(
                     Diagnostic(
