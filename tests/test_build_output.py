@@ -381,3 +381,87 @@ def test_protocol_md_names_a_counterpart_for_each_of_bullmqs_scripts() -> None:
     assert {echomq for _, echomq, _ in rows} <= ours
     extra = set(re.findall(r"`([\w]+-\d+)`", section.split("\n\n")[-1]))
     assert ours == {echomq for _, echomq, _ in rows} | extra
+
+
+def test_modes_are_0644_and_0755_whatever_the_umask(tmp_path: Path) -> None:
+    project = repo_copy(tmp_path / "p")
+    subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", "build", "--no-cache"],
+        cwd=project,
+        check=True,
+        capture_output=True,
+        umask=0o077,
+    )
+    for root in (project / "build", project / "echomq_scripts" / "generated"):
+        modes = {
+            p.relative_to(project).as_posix(): p.stat().st_mode & 0o777
+            for p in [root, *root.rglob("*")]
+            if "__pycache__" not in p.parts
+        }
+        expected = {name: 0o755 if (project / name).is_dir() else 0o644 for name in modes}
+        assert modes == expected
+
+
+@pytest.mark.parametrize("how", ["unwritable", "under-a-file"])
+def test_a_build_failing_on_the_package_leaves_every_output_as_it_was(
+    tmp_path: Path, how: str
+) -> None:
+    project = repo_copy(tmp_path / "p")
+    command = [sys.executable, "-m", "echomq_scripts", "build", "--no-cache"]
+    subprocess.run(command, cwd=project, check=True, capture_output=True)
+    before = tree_bytes(project / "build")
+    package = project / "echomq_scripts" / "generated"
+    generated = tree_bytes(package)
+    if how == "unwritable":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a directory whatever its mode")
+        package.parent.chmod(0o555)
+    else:
+        # A path under a regular file cannot be created, not even by root.
+        (project / "not_a_directory").write_text("")
+        settings = project / "pyproject.toml"
+        settings.write_text(
+            settings.read_text().replace(
+                '"echomq_scripts/generated"', '"not_a_directory/generated"'
+            )
+        )
+    script = project / "lua_src" / "extendLock-2.lua"
+    script.write_text(script.read_text() + "\n-- changed\n")
+    try:
+        failed = subprocess.run(command, cwd=project, capture_output=True, text=True)
+    finally:
+        package.parent.chmod(0o755)
+    assert failed.returncode == 1
+    assert failed.stderr.startswith("Error: ")
+    assert failed.stderr.count("\n") == 1
+    assert tree_bytes(project / "build") == before
+    assert tree_bytes(package) == generated
+    # No temporary directory is left beside either output.
+    assert sorted(p.name for p in project.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
+def test_a_failed_swap_puts_back_the_outputs_swapped_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: bool
+) -> None:
+    from echomq_scripts.toolchain import output
+
+    if not exchange:
+        monkeypatch.setattr(output, "_exchange", lambda first, second: False)
+    always: output.Ownership = (lambda found: True, "anything")
+    first, second = tmp_path / "first", tmp_path / "second"
+    output.write_outputs([(first, {"a": b"old"}, always), (second, {"b": b"old"}, always)])
+    real_swap = output._Swap.swap
+
+    def swap(self: output._Swap) -> None:
+        if self.out == second:
+            raise PermissionError("refused")
+        real_swap(self)
+
+    monkeypatch.setattr(output._Swap, "swap", swap)
+    with pytest.raises(OutputError, match="second: cannot write the build: refused"):
+        output.write_outputs(
+            [(first, {"a": b"new", "x/y": b"new"}, always), (second, {"b": b"new"}, always)]
+        )
+    assert (tree_bytes(first), tree_bytes(second)) == ({"a": b"old"}, {"b": b"old"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first", "second"]

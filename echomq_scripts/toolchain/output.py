@@ -1,8 +1,9 @@
 """Writing a build: the output files in memory, the bundle, and the atomic swap into place.
 
-Nothing touches the output directory until every file exists in memory. Then the new tree is
-written beside the old one and renamed into place, so a reader sees the old build or the new
-one, never a mix, and a build that fails before the swap leaves the old one as it was.
+Nothing touches an output directory until every file exists in memory. Then each new tree (the
+build, and the generated package) is written beside its directory, and only when all are
+written are they renamed into place, so a reader sees the old build or the new one, never a mix,
+and a build that fails anywhere leaves every output as it was.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import io
 import json
 import os
 import shutil
+import stat
 import sys
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .errors import OutputError
@@ -100,50 +102,141 @@ def current_files(out: Path, ownership: Ownership) -> dict[str, bytes] | None:
     return found
 
 
-def write_output(
-    out: Path, files: dict[str, bytes], ownership: Ownership = BUILD_DIRECTORY
-) -> bool:
-    """Make `out` hold exactly `files`; False when it already did (nothing is written)."""
-    # Through a link, the build replaces the directory the link names, and the link stays.
-    out = out.resolve()
-    if current_files(out, ownership) == files:
-        return False
-    parent = out.parent
+# Every file and directory of an output is written with these modes, whatever the umask: the
+# build is published, and its modes are part of what two machines must agree on.
+FILE_MODE = 0o644
+DIRECTORY_MODE = 0o755
+
+# One output directory and the files it is to hold, with the guard that says it is ours.
+Target = tuple[Path, dict[str, bytes], Ownership]
+
+
+def write_outputs(targets: Sequence[Target]) -> list[bool]:
+    """Make each target directory hold exactly its files: all of them or, on failure, none.
+
+    Every new tree is written beside its directory before any is swapped into place, and when a
+    swap fails the ones before it are swapped back, so an error leaves every directory as it was.
+    For each target, False when it already held its files with the right modes (nothing is
+    written).
+    """
+    swaps: list[_Swap] = []
+    changed: list[bool] = []
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=parent))
-    except OSError as exc:
-        raise OutputError(f"{out}: cannot create the output directory: {exc}") from None
-    try:
-        for name, data in files.items():
-            target = staging / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        os.chmod(staging, 0o755)
-        _swap_into_place(staging, out)
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise OutputError(f"{out}: cannot write the build: {exc}") from None
+        for out, files, ownership in targets:
+            # Through a link, the build replaces the directory the link names; the link stays.
+            out = out.resolve()
+            current = current_files(out, ownership) == files and has_output_modes(out)
+            changed.append(not current)
+            if not current:
+                swaps.append(_Swap(out, files))
+        for done, swap in enumerate(swaps):
+            try:
+                swap.swap()
+            except OSError as exc:
+                for earlier in reversed(swaps[:done]):
+                    earlier.undo()
+                raise OutputError(f"{swap.out}: cannot write the build: {exc}") from None
+    finally:
+        for swap in swaps:
+            swap.discard()
+    return changed
+
+
+def has_output_modes(out: Path) -> bool:
+    """Whether every directory and file under `out` has the output's mode (links aside)."""
+    for parent, subdirs, names in os.walk(out):
+        # As read_tree: bytecode that Python writes into a generated package is not ours.
+        subdirs[:] = [d for d in subdirs if d != "__pycache__"]
+        for name, mode in [("", DIRECTORY_MODE)] + [
+            (n, FILE_MODE) for n in names if not n.endswith(".pyc")
+        ]:
+            info = os.lstat(os.path.join(parent, name))
+            if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) != mode:
+                return False
     return True
 
 
-def _swap_into_place(staging: Path, out: Path) -> None:
-    if not out.exists():
-        os.rename(staging, out)
-        return
-    if _exchange(staging, out):
-        # One system call swapped the two trees: no moment without a build.
-        shutil.rmtree(staging, ignore_errors=True)
-        return
-    retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    retired.rmdir()
-    os.rename(out, retired)
-    try:
-        os.rename(staging, out)
-    except OSError:
-        os.rename(retired, out)  # put the previous build back before reporting
-        raise
-    shutil.rmtree(retired, ignore_errors=True)
+class _Swap:
+    """One output directory's new tree, written beside it, and the swap that puts it in place."""
+
+    def __init__(self, out: Path, files: dict[str, bytes]) -> None:
+        self.out = out
+        self.exchanged = False  # the new tree and the previous one traded places in one call
+        self.retired: Path | None = None  # where the previous tree went, when renamed aside
+        self.swapped = False
+        self.keep_leftovers = False  # set when a previous tree could not be put back
+        parent = out.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=parent))
+        except OSError as exc:
+            raise OutputError(f"{out}: cannot create the output directory: {exc}") from None
+        try:
+            _write_tree(self.staging, files)
+        except OSError as exc:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            raise OutputError(f"{out}: cannot write the build: {exc}") from None
+
+    def swap(self) -> None:
+        """Put the new tree at the output's path; the previous one is kept aside until
+        `discard`. On failure the previous tree is back in place before the error propagates."""
+        if not self.out.exists():
+            os.rename(self.staging, self.out)
+        elif _exchange(self.staging, self.out):
+            # One system call swapped the two trees: no moment without a build.
+            self.exchanged = True
+        else:
+            retired = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-", dir=self.out.parent))
+            retired.rmdir()
+            os.rename(self.out, retired)
+            try:
+                os.rename(self.staging, self.out)
+            except OSError:
+                os.rename(retired, self.out)  # put the previous build back before reporting
+                raise
+            self.retired = retired
+        self.swapped = True
+
+    def undo(self) -> None:
+        """Put the previous tree back in place of the new one, which goes back to staging."""
+        try:
+            if self.exchanged:
+                if not _exchange(self.staging, self.out):
+                    raise OSError("cannot exchange the directories back")
+            elif self.retired is not None:
+                os.rename(self.out, self.staging)
+                os.rename(self.retired, self.out)
+                self.retired = None
+            else:
+                os.rename(self.out, self.staging)
+        except OSError:
+            # The previous tree lies beside the output still: keep it for the user to restore.
+            self.keep_leftovers = True
+            return
+        self.swapped = self.exchanged = False
+
+    def discard(self) -> None:
+        """Remove what lies beside the output: the unused new tree, or the replaced old one."""
+        if self.keep_leftovers:
+            return
+        shutil.rmtree(self.staging, ignore_errors=True)
+        if self.retired is not None:
+            shutil.rmtree(self.retired, ignore_errors=True)
+
+
+def _write_tree(root: Path, files: dict[str, bytes]) -> None:
+    """Write `files` under the existing directory `root`, with the output's modes."""
+    os.chmod(root, DIRECTORY_MODE)
+    made = {root}
+    for name, data in files.items():
+        target = root / name
+        for directory in reversed(target.parents):
+            if directory.is_relative_to(root) and directory not in made:
+                directory.mkdir(exist_ok=True)
+                os.chmod(directory, DIRECTORY_MODE)
+                made.add(directory)
+        target.write_bytes(data)
+        os.chmod(target, FILE_MODE)
 
 
 _RENAME_EXCHANGE = 2  # from <linux/fs.h>

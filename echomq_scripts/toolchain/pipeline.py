@@ -18,7 +18,14 @@ from .diagnostics import Diagnostic, has_failures
 from .errors import ConfigError
 from .header import parse_header
 from .manifest import ScriptBuild, manifest, to_json_bytes
-from .output import current_files, output_files, write_output
+from .output import (
+    BUILD_DIRECTORY,
+    Target,
+    current_files,
+    has_output_modes,
+    output_files,
+    write_outputs,
+)
 from .resolve import resolve
 from .snapshot import Snapshot
 from .sources import SourceTree
@@ -111,9 +118,9 @@ def build(
 
         present = current_files(package, GENERATED_PACKAGE)  # refuses a directory not ours
         inputs = package_digest(result.files["manifest.json"], config.python_module)
-        if present is not None and is_current(present, inputs):
-            # Generated from these very inputs and untouched since: rendering it again would
-            # give these bytes. (`build --check` renders it all the same.)
+        if present is not None and is_current(present, inputs) and has_output_modes(package):
+            # Generated from these very inputs and untouched since, modes included: rendering
+            # it again would give these bytes. (`build --check` renders it all the same.)
             result.generated = present
         else:
             from .codegen import generated_files
@@ -122,11 +129,12 @@ def build(
             result.generated = generated_files(
                 result.scripts, config.python_module, inputs, templates
             )
-    result.wrote = write_output(out, result.files)
+    targets: list[Target] = [(out, result.files, BUILD_DIRECTORY)]
     # A package kept as it was read just above needs no second read to know it is unchanged.
     if package is not None and result.generated is not present:
-        changed = write_output(package, result.generated, GENERATED_PACKAGE)
-        result.wrote = result.wrote or changed
+        targets.append((package, result.generated, GENERATED_PACKAGE))
+    # Both directories are swapped in together, or neither is.
+    result.wrote = any(write_outputs(targets))
     return result
 
 
