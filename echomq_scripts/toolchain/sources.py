@@ -16,6 +16,12 @@ from .diagnostics import Diagnostic, Severity
 from .snapshot import Snapshot, take_snapshot
 
 SCRIPT_NAME = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)-(?P<keys>0|[1-9][0-9]*)\.lua$")
+# The most KEYS a script's file name may declare. Each fixed key is a header line and a field of
+# the wrappers' keys class, and the build names every one (manifest, wrappers): our largest
+# script takes 20, BullMQ's take fewer, and a longer or varying list is a `@key...` list. The
+# limit is 50 times that, and keeps a typo such as `-99999999999` from costing the build work
+# (and output) in proportion to the number.
+MAX_KEYS = 1024
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,22 @@ class SourceTree:
                 )
                 continue
             seen[name] = path.name
-            entries.append(ScriptEntry(name, int(match["keys"]), path.name))
+            num_keys = int(match["keys"])
+            if num_keys > MAX_KEYS:
+                self.diagnostics.append(
+                    Diagnostic(
+                        path.name,
+                        1,
+                        1,
+                        Severity.ERROR,
+                        "keys-limit",
+                        f"the filename declares {num_keys} keys, more than the {MAX_KEYS} a"
+                        " script may take: declare a longer or varying list of keys with"
+                        " '@key...' in the header",
+                    )
+                )
+                continue
+            entries.append(ScriptEntry(name, num_keys, path.name))
         return entries
 
     def _undecodable_names(self) -> set[str]:
