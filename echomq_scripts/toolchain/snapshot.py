@@ -12,12 +12,53 @@ whose imports alone would cost that path a tenth of its time).
 from __future__ import annotations
 
 import os
+import stat
 
 # Path (relative, '/'-separated) -> bytes, or None when the file could not be read.
 Snapshot = dict[str, bytes | None]
 
 # What the functions here take for a path: a str or a pathlib.Path alike.
 StrPath = str | os.PathLike[str]
+
+
+# Flags that make opening a file never wait: a named pipe opened to read blocks until a writer
+# comes, forever in a build. (Not on Windows, which has no such files, but does have text mode.)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class NotRegularFile(OSError):
+    """A path names something other than a regular file, which the build never opens."""
+
+    def __init__(self, name: str, mode: int) -> None:
+        super().__init__(name)
+        self.name = name
+        self.kind = next((kind for test, kind in _KINDS if test(mode)), "a special file")
+
+    def __str__(self) -> str:
+        return f"'{self.name}': it is {self.kind}, not a regular file"
+
+
+def read_regular(path: str, name: str) -> bytes:
+    """The bytes of the regular file at `path` (links followed); `NotRegularFile`, reported as
+    `name`, for anything else, which is not opened at all. Other errors propagate as OSError."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(name, mode)
+    # Something else may take the file's place between the stat and the open: the open does
+    # not wait, and the open file is checked again.
+    with open(os.open(path, _OPEN_FLAGS), "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(name, mode)
+        return handle.read()
 
 
 def _relative(path: str, prefix: str) -> str:
@@ -47,8 +88,7 @@ def take_snapshot(root: StrPath) -> Snapshot:
                 continue
             rel = _relative(path, prefix)
             try:
-                with open(path, "rb") as handle:
-                    files[rel] = handle.read()
+                files[rel] = read_regular(path, rel)
             except OSError:
                 files[rel] = None
     return files
@@ -57,7 +97,8 @@ def take_snapshot(root: StrPath) -> Snapshot:
 def read_tree(directory: StrPath) -> dict[str, bytes]:
     """Every entry under `directory` that is not a directory, links unfollowed (a link reads as
     empty), by '/'-separated relative path, bytecode caches left out. Read errors propagate
-    as OSError."""
+    as OSError; an entry that is not a regular file (a named pipe, a socket) as its subclass
+    `NotRegularFile`, without being opened."""
     directory = os.fspath(directory)
     prefix = os.path.join(directory, "")
     found: dict[str, bytes] = {}
@@ -74,6 +115,6 @@ def read_tree(directory: StrPath) -> dict[str, bytes]:
             if os.path.islink(path):
                 found[rel] = b""
             else:
-                with open(path, "rb") as handle:
-                    found[rel] = handle.read()
+                # A named pipe here (never one of ours) would hang the read: NotRegularFile.
+                found[rel] = read_regular(path, rel)
     return found
