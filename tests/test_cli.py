@@ -306,6 +306,26 @@ def test_the_key_limit_is_1024(in_tmp: Path, keys: int, refused: bool) -> None:
     assert ("[keys-limit]" in result.stderr) is refused
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_named_pipes_in_the_sources_are_reported_or_ignored_never_read(in_tmp: Path) -> None:
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    os.mkfifo("lua_src/pipe-0.lua")  # a script: reported
+    os.mkfifo("lua_src/includes/piped.lua")  # included below: reported where it is read
+    os.mkfifo("lua_src/includes/unused.lua")  # read by nothing: ignored, like any such file
+    os.mkfifo("lua_src/notes")  # not Lua: ignored
+    Path("lua_src/user-0.lua").write_text('--- @include "includes/piped"\nreturn 1\n')
+    done = run_cli("build", "--no-cache")
+    assert done.returncode == 1
+    assert [line for line in done.stderr.splitlines() if "[read-error]" in line] == [
+        "lua_src/includes/piped.lua:1:1: error: cannot read the file: it is a named pipe, not a"
+        " regular file [read-error]",
+        "lua_src/pipe-0.lua:1:1: error: cannot read the file: it is a named pipe, not a regular"
+        " file [read-error]",
+    ]
+    assert not Path("build").exists()
+
+
 def test_repo_sources_are_clean_under_strict() -> None:
     """This repository's own scripts pass every check, warnings included."""
     result = CliRunner().invoke(

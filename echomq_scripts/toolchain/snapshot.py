@@ -2,8 +2,9 @@
 
 The build's up-to-date check hashes this snapshot and the build itself reads only from it, so
 the digest a build is stamped with always describes the bytes it was built from, even when files
-change while it runs. Links are followed only where they stay inside the tree: a link out of it
-is the include resolver's to refuse, and following one could read anything on the machine.
+change while it runs. Links are followed only where they stay inside the tree: following a link
+out of it could read anything on the machine. Such a link, a link to nothing and a named pipe are
+kept by name without bytes, so that a script they stand for is reported, not silently missing.
 
 This module is on the no-op rebuild's hot path: it imports nothing heavy (os.path, not pathlib,
 whose imports alone would cost that path a tenth of its time).
@@ -34,13 +35,20 @@ _KINDS = (
 )
 
 
+def file_kind(mode: int) -> str:
+    """What a file of `mode` (from os.stat) is, in words: "a named pipe"."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((kind for test, kind in _KINDS if test(mode)), "a special file")
+
+
 class NotRegularFile(OSError):
     """A path names something other than a regular file, which the build never opens."""
 
     def __init__(self, name: str, mode: int) -> None:
         super().__init__(name)
         self.name = name
-        self.kind = next((kind for test, kind in _KINDS if test(mode)), "a special file")
+        self.kind = file_kind(mode)
 
     def __str__(self) -> str:
         return f"'{self.name}': it is {self.kind}, not a regular file"
@@ -68,7 +76,9 @@ def _relative(path: str, prefix: str) -> str:
 
 
 def take_snapshot(root: StrPath) -> Snapshot:
-    """Every regular file under `root` whose real location is inside `root`, in sorted order."""
+    """Every name under `root`, in sorted order: a regular file whose real location is inside
+    `root` with its bytes, anything else (a link out of the tree or to nothing, a named pipe, a
+    file that cannot be read) with None, which the stage that wants the file reports."""
     root = os.fspath(root)
     prefix = os.path.join(root, "")
     real_root = os.path.realpath(root)
@@ -84,13 +94,17 @@ def take_snapshot(root: StrPath) -> Snapshot:
         subdirs.sort()
         for name in sorted(names):
             path = os.path.join(directory, name)
-            if not os.path.realpath(path).startswith(inside) or not os.path.isfile(path):
-                continue
             rel = _relative(path, prefix)
-            try:
-                files[rel] = read_regular(path, rel)
-            except OSError:
-                files[rel] = None
+            # A name that cannot be read is kept all the same: a script missing from the build
+            # must be reported, not silently left out (and its coming or going must change the
+            # build's digest).
+            data = None
+            if os.path.realpath(path).startswith(inside):
+                try:
+                    data = read_regular(path, rel)
+                except OSError:
+                    data = None
+            files[rel] = data
     return files
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from .diagnostics import Diagnostic, Severity
-from .snapshot import Snapshot, take_snapshot
+from .snapshot import Snapshot, file_kind, take_snapshot
 
 SCRIPT_NAME = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)-(?P<keys>0|[1-9][0-9]*)\.lua$")
 # The most KEYS a script's file name may declare. Each fixed key is a header line and a field of
@@ -137,6 +138,23 @@ class SourceTree:
                 )
         return found
 
+    def _unreadable(self, rel: str) -> str:
+        """Why the snapshot holds no bytes for `rel`, as far as the file system still tells."""
+        path = self.root / rel
+        if path.is_symlink():
+            if not self.contains(path):
+                # Following it could read anything on the machine (see snapshot.py).
+                return "cannot read the file: it is a symbolic link to outside the source root"
+            if not os.path.exists(path):
+                return "cannot read the file: it is a broken symbolic link"
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return "cannot read the file"
+        if stat.S_ISREG(mode):
+            return "cannot read the file"
+        return f"cannot read the file: it is {file_kind(mode)}, not a regular file"
+
     def contains(self, path: Path) -> bool:
         """True when `path`, with symlinks followed, lies inside the source root."""
         return path.resolve().is_relative_to(self._real_root)
@@ -155,7 +173,7 @@ class SourceTree:
         data = self.snapshot.get(rel)
         if data is None:
             self.diagnostics.append(
-                Diagnostic(rel, 1, 1, Severity.ERROR, "read-error", "cannot read the file")
+                Diagnostic(rel, 1, 1, Severity.ERROR, "read-error", self._unreadable(rel))
             )
             return None
         try:
