@@ -340,6 +340,36 @@ def test_a_linked_output_directory_is_built_through_the_link(tmp_path: Path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p", "real-build"]
 
 
+def build_with_timeout(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`echomq-scripts build ARGS` in `project`, stopped after a minute: a build that hangs
+    fails the test instead of hanging it."""
+    return subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", "build", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("cache", [True, False], ids=["replay", "no-cache"])
+def test_a_named_pipe_in_the_output_directory_is_refused_not_read(
+    tmp_path: Path, cache: bool
+) -> None:
+    project = repo_copy(tmp_path / "p")
+    flags = ["--cache-dir", str(tmp_path / "cache")] if cache else ["--no-cache"]
+    assert build_with_timeout(project, *flags).returncode == 0
+    os.mkfifo(project / "build" / "pipe")  # opening it to read would wait for a writer
+    done = build_with_timeout(project, *flags)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {project / 'build'}: refusing to read 'pipe': it is a named pipe, not a regular"
+        " file\n"
+    )
+    assert (project / "build" / "pipe").exists()
+
+
 def test_every_code_of_the_table_is_returned_by_some_script() -> None:
     """The closed table of failure codes, -1 to -11: each one is in some script's header (whose
     code returns it), and docs/protocol.md names a script for it."""

@@ -274,6 +274,58 @@ def test_explain_reads_no_source_linked_from_outside_src(built_clean: Path) -> N
     assert "private" not in refused.output
 
 
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`echomq-scripts ARGS` in a fresh interpreter, stopped after a minute: a regression to
+    work that never ends fails the test instead of hanging it."""
+    return subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_key_count_above_the_limit_is_refused_before_any_work(in_tmp: Path) -> None:
+    Path("lua_src").mkdir()
+    # Without the limit, building this names 10^11 keys (and a-1000000 wrote a 130 MB manifest).
+    Path("lua_src/a-99999999999.lua").write_text("return unpack(KEYS)\n")
+    done = run_cli("build", "--no-cache")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "lua_src/a-99999999999.lua:1:1: error: the filename declares 99999999999 keys, more than"
+        " the 1024 a script may take: declare a longer or varying list of keys with '@key...'"
+        " in the header [keys-limit]",
+        "1 error(s), 0 warning(s)",
+    ]
+    assert not Path("build").exists()
+
+
+@pytest.mark.parametrize(("keys", "refused"), [(1024, False), (1025, True)])
+def test_the_key_limit_is_1024(in_tmp: Path, keys: int, refused: bool) -> None:
+    Path("lua_src").mkdir()
+    Path(f"lua_src/a-{keys}.lua").write_text("return unpack(KEYS)\n")
+    result = invoke("check", "--no-cache")
+    assert result.exit_code == (1 if refused else 0)
+    assert ("[keys-limit]" in result.stderr) is refused
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_named_pipes_in_the_sources_are_reported_or_ignored_never_read(in_tmp: Path) -> None:
+    copy_fixture("clean", in_tmp)
+    os.chdir(in_tmp / "clean")
+    os.mkfifo("lua_src/pipe-0.lua")  # a script: reported
+    os.mkfifo("lua_src/includes/piped.lua")  # included below: reported where it is read
+    os.mkfifo("lua_src/includes/unused.lua")  # read by nothing: ignored, like any such file
+    os.mkfifo("lua_src/notes")  # not Lua: ignored
+    Path("lua_src/user-0.lua").write_text('--- @include "includes/piped"\nreturn 1\n')
+    done = run_cli("build", "--no-cache")
+    assert done.returncode == 1
+    assert [line for line in done.stderr.splitlines() if "[read-error]" in line] == [
+        "lua_src/includes/piped.lua:1:1: error: cannot read the file: it is a named pipe, not a"
+        " regular file [read-error]",
+        "lua_src/pipe-0.lua:1:1: error: cannot read the file: it is a named pipe, not a regular"
+        " file [read-error]",
+    ]
+    assert not Path("build").exists()
+
+
 def test_repo_sources_are_clean_under_strict() -> None:
     """This repository's own scripts pass every check, warnings included."""
     result = CliRunner().invoke(

@@ -105,3 +105,17 @@ def test_an_unreadable_include_is_reported_where_it_is_included(tmp_path: Path) 
     assert [d.format_text() for d in tree.diagnostics] == [
         "includes/locked.lua:1:1: error: cannot read the file [read-error]"
     ]
+
+
+def test_an_include_linked_to_nothing_is_reported_as_unreadable(tmp_path: Path) -> None:
+    write(tmp_path, {"main-0.lua": '--- @include "includes/gone"\nreturn 1\n'})
+    (tmp_path / "includes").mkdir()
+    (tmp_path / "includes" / "gone.lua").symlink_to("removed.lua")
+    tree = SourceTree(tmp_path)
+    resolved, problems = resolve(tree, tree.find_scripts()[0])
+    assert resolved is None
+    assert problems == []
+    assert [d.format_text() for d in tree.diagnostics] == [
+        "includes/gone.lua:1:1: error: cannot read the file: it is a broken symbolic link"
+        " [read-error]"
+    ]

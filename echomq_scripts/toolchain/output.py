@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .errors import OutputError
 from .manifest import ScriptBuild, line_map, manifest, to_json_bytes
-from .snapshot import read_tree
+from .snapshot import NotRegularFile, read_tree
 
 # Fixed metadata for every bundle entry: the bundle's bytes depend on its contents only.
 _BUNDLE_MTIME = 315532800  # 1980-01-01T00:00:00Z
@@ -93,6 +93,9 @@ def current_files(out: Path, ownership: Ownership) -> dict[str, bytes] | None:
         raise OutputError(f"{out}: exists and is not a directory")
     try:
         found = read_tree(out)
+    except NotRegularFile as exc:
+        # The build writes only regular files, so this is not a build; reading it could hang.
+        raise OutputError(f"{out}: refusing to read {exc}") from None
     except OSError as exc:
         raise OutputError(f"{out}: cannot read its files: {exc}") from None
     is_ours, expected = ownership

@@ -131,7 +131,8 @@ class _Resolver:
             )
             return None
         path = self.tree.root / target
-        if not path.is_file() and not path.is_symlink():
+        # A link to nothing or a named pipe is there, and reported when it is read.
+        if not path.exists() and not path.is_symlink():
             self.error(
                 including,
                 line,

@@ -2,8 +2,9 @@
 
 The build's up-to-date check hashes this snapshot and the build itself reads only from it, so
 the digest a build is stamped with always describes the bytes it was built from, even when files
-change while it runs. Links are followed only where they stay inside the tree: a link out of it
-is the include resolver's to refuse, and following one could read anything on the machine.
+change while it runs. Links are followed only where they stay inside the tree: following a link
+out of it could read anything on the machine. Such a link, a link to nothing and a named pipe are
+kept by name without bytes, so that a script they stand for is reported, not silently missing.
 
 This module is on the no-op rebuild's hot path: it imports nothing heavy (os.path, not pathlib,
 whose imports alone would cost that path a tenth of its time).
@@ -12,12 +13,60 @@ whose imports alone would cost that path a tenth of its time).
 from __future__ import annotations
 
 import os
+import stat
 
 # Path (relative, '/'-separated) -> bytes, or None when the file could not be read.
 Snapshot = dict[str, bytes | None]
 
 # What the functions here take for a path: a str or a pathlib.Path alike.
 StrPath = str | os.PathLike[str]
+
+
+# Flags that make opening a file never wait: a named pipe opened to read blocks until a writer
+# comes, forever in a build. (Not on Windows, which has no such files, but does have text mode.)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of `mode` (from os.stat) is, in words: "a named pipe"."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((kind for test, kind in _KINDS if test(mode)), "a special file")
+
+
+class NotRegularFile(OSError):
+    """A path names something other than a regular file, which the build never opens."""
+
+    def __init__(self, name: str, mode: int) -> None:
+        super().__init__(name)
+        self.name = name
+        self.kind = file_kind(mode)
+
+    def __str__(self) -> str:
+        return f"'{self.name}': it is {self.kind}, not a regular file"
+
+
+def read_regular(path: str, name: str) -> bytes:
+    """The bytes of the regular file at `path` (links followed); `NotRegularFile`, reported as
+    `name`, for anything else, which is not opened at all. Other errors propagate as OSError."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(name, mode)
+    # Something else may take the file's place between the stat and the open: the open does
+    # not wait, and the open file is checked again.
+    with open(os.open(path, _OPEN_FLAGS), "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(name, mode)
+        return handle.read()
 
 
 def _relative(path: str, prefix: str) -> str:
@@ -27,7 +76,9 @@ def _relative(path: str, prefix: str) -> str:
 
 
 def take_snapshot(root: StrPath) -> Snapshot:
-    """Every regular file under `root` whose real location is inside `root`, in sorted order."""
+    """Every name under `root`, in sorted order: a regular file whose real location is inside
+    `root` with its bytes, anything else (a link out of the tree or to nothing, a named pipe, a
+    file that cannot be read) with None, which the stage that wants the file reports."""
     root = os.fspath(root)
     prefix = os.path.join(root, "")
     real_root = os.path.realpath(root)
@@ -43,21 +94,25 @@ def take_snapshot(root: StrPath) -> Snapshot:
         subdirs.sort()
         for name in sorted(names):
             path = os.path.join(directory, name)
-            if not os.path.realpath(path).startswith(inside) or not os.path.isfile(path):
-                continue
             rel = _relative(path, prefix)
-            try:
-                with open(path, "rb") as handle:
-                    files[rel] = handle.read()
-            except OSError:
-                files[rel] = None
+            # A name that cannot be read is kept all the same: a script missing from the build
+            # must be reported, not silently left out (and its coming or going must change the
+            # build's digest).
+            data = None
+            if os.path.realpath(path).startswith(inside):
+                try:
+                    data = read_regular(path, rel)
+                except OSError:
+                    data = None
+            files[rel] = data
     return files
 
 
 def read_tree(directory: StrPath) -> dict[str, bytes]:
     """Every entry under `directory` that is not a directory, links unfollowed (a link reads as
     empty), by '/'-separated relative path, bytecode caches left out. Read errors propagate
-    as OSError."""
+    as OSError; an entry that is not a regular file (a named pipe, a socket) as its subclass
+    `NotRegularFile`, without being opened."""
     directory = os.fspath(directory)
     prefix = os.path.join(directory, "")
     found: dict[str, bytes] = {}
@@ -74,6 +129,6 @@ def read_tree(directory: StrPath) -> dict[str, bytes]:
             if os.path.islink(path):
                 found[rel] = b""
             else:
-                with open(path, "rb") as handle:
-                    found[rel] = handle.read()
+                # A named pipe here (never one of ours) would hang the read: NotRegularFile.
+                found[rel] = read_regular(path, rel)
     return found

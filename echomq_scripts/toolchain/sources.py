@@ -7,15 +7,23 @@ under `includes/`) is only ever pulled in by an `--- @include` directive.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from .diagnostics import Diagnostic, Severity, escape_controls
 from .lines import line_number, normalise_line_ends, split_lines
-from .snapshot import Snapshot, take_snapshot
+from .snapshot import Snapshot, file_kind, take_snapshot
 
 SCRIPT_NAME = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)-(?P<keys>0|[1-9][0-9]*)\.lua$")
+# The most KEYS a script's file name may declare. Each fixed key is a header line and a field of
+# the wrappers' keys class, and the build names every one (manifest, wrappers): our largest
+# script takes 20, BullMQ's take fewer, and a longer or varying list is a `@key...` list. The
+# limit is 50 times that, and keeps a typo such as `-99999999999` from costing the build work
+# (and output) in proportion to the number.
+MAX_KEYS = 1024
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,22 @@ class SourceTree:
                 )
                 continue
             seen[name] = path.name
-            entries.append(ScriptEntry(name, int(match["keys"]), path.name))
+            num_keys = int(match["keys"])
+            if num_keys > MAX_KEYS:
+                self.diagnostics.append(
+                    Diagnostic(
+                        path.name,
+                        1,
+                        1,
+                        Severity.ERROR,
+                        "keys-limit",
+                        f"the filename declares {num_keys} keys, more than the {MAX_KEYS} a"
+                        " script may take: declare a longer or varying list of keys with"
+                        " '@key...' in the header",
+                    )
+                )
+                continue
+            entries.append(ScriptEntry(name, num_keys, path.name))
         return entries
 
     def _undecodable_names(self) -> set[str]:
@@ -118,6 +141,23 @@ class SourceTree:
                 )
         return found
 
+    def _unreadable(self, rel: str) -> str:
+        """Why the snapshot holds no bytes for `rel`, as far as the file system still tells."""
+        path = self.root / rel
+        if path.is_symlink():
+            if not self.contains(path):
+                # Following it could read anything on the machine (see snapshot.py).
+                return "cannot read the file: it is a symbolic link to outside the source root"
+            if not os.path.exists(path):
+                return "cannot read the file: it is a broken symbolic link"
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return "cannot read the file"
+        if stat.S_ISREG(mode):
+            return "cannot read the file"
+        return f"cannot read the file: it is {file_kind(mode)}, not a regular file"
+
     def contains(self, path: Path) -> bool:
         """True when `path`, with symlinks followed, lies inside the source root."""
         return path.resolve().is_relative_to(self._real_root)
@@ -136,7 +176,7 @@ class SourceTree:
         data = self.snapshot.get(rel)
         if data is None:
             self.diagnostics.append(
-                Diagnostic(rel, 1, 1, Severity.ERROR, "read-error", "cannot read the file")
+                Diagnostic(rel, 1, 1, Severity.ERROR, "read-error", self._unreadable(rel))
             )
             return None
         try:
