@@ -306,6 +306,30 @@ def test_the_key_limit_is_1024(in_tmp: Path, keys: int, refused: bool) -> None:
     assert ("[keys-limit]" in result.stderr) is refused
 
 
+def test_an_argv_index_above_the_limit_without_a_header_is_refused(in_tmp: Path) -> None:
+    """Without a header the wrappers name one parameter per ARGV index up to the highest the code
+    reads: ARGV[99999999999] hung the build, which built 10^11 of them."""
+    Path("lua_src").mkdir()
+    Path("lua_src/a-0.lua").write_text("return ARGV[99999999999]\n")
+    done = run_cli("build", "--no-cache")
+    assert done.returncode == 1
+    assert (
+        "lua_src/a-0.lua:1:8: error: ARGV[99999999999] is past the 1024 arguments a script"
+        " without a header may read: declare a varying list with '@arg...' in a header"
+        " [argv-limit]" in done.stderr.splitlines()
+    )
+    assert not Path("build").exists()
+
+
+@pytest.mark.parametrize(("index", "refused"), [(1024, False), (1025, True)])
+def test_the_positional_argv_limit_is_1024(in_tmp: Path, index: int, refused: bool) -> None:
+    Path("lua_src").mkdir()
+    Path("lua_src/a-0.lua").write_text(f"return ARGV[{index}]\n")
+    result = invoke("check", "--no-cache")
+    assert result.exit_code == (1 if refused else 0)
+    assert ("[argv-limit]" in result.stderr) is refused
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 def test_named_pipes_in_the_sources_are_reported_or_ignored_never_read(in_tmp: Path) -> None:
     copy_fixture("clean", in_tmp)

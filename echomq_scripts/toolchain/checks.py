@@ -15,6 +15,7 @@ from .diagnostics import Diagnostic, Severity, plural
 from .header import Header, Slot
 from .naming import header_clashes
 from .resolve import ResolvedScript
+from .sources import MAX_KEYS
 
 ERROR = Severity.ERROR
 WARNING = Severity.WARNING
@@ -90,6 +91,7 @@ def check_script(
             + (", so its keys are named by position" if script.entry.num_keys else ""),
         )
         _check_keys_without_header(report, facts.keys, script.entry.num_keys)
+        _check_argv_without_header(report, facts.argv)
     else:
         _check_keys(report, header, facts.keys, script.entry.num_keys)
         _check_names(report, header)
@@ -221,6 +223,25 @@ def _check_keys_without_header(report: _Reporter, use: TableUse, num_keys: int) 
         if position not in read:
             report.in_script(
                 1, 1, WARNING, "key-unused", f"key {position} (KEYS[{position}]) is never read"
+            )
+
+
+# The most arguments a script without a header may read: its wrappers name one parameter per
+# ARGV index up to the highest it reads (arg1, arg2, ...), so a typo such as ARGV[99999999999]
+# would cost work and output in proportion to it. The same bound as the filename's KEYS count.
+MAX_POSITIONAL_ARGS = MAX_KEYS
+
+
+def _check_argv_without_header(report: _Reporter, use: TableUse) -> None:
+    for index, row, col in use.literal:
+        if index > MAX_POSITIONAL_ARGS:
+            report.at(
+                row,
+                col,
+                ERROR,
+                "argv-limit",
+                f"ARGV[{index}] is past the {MAX_POSITIONAL_ARGS} arguments a script without a"
+                " header may read: declare a varying list with '@arg...' in a header",
             )
 
 

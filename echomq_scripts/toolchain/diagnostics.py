@@ -24,6 +24,7 @@ CODES: Final[dict[str, str]] = {
     "bad-filename": "a script file is not named <name>-<N>.lua, or a .lua file's name is not UTF-8",
     "duplicate-script": "two script files share one script name",
     "keys-limit": "a script file's name declares more KEYS than the limit of 1024",
+    "argv-limit": "a script without a header reads ARGV past the limit of 1024",
     "encoding": "a source file is not valid UTF-8",
     "read-error": "a source file cannot be read",
     "include-syntax": "a line starting with '--- @include' is not a well-formed directive",
