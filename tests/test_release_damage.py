@@ -3,8 +3,9 @@ the problem, never with a traceback, never with click's bare "Aborted!", and nev
 more than a bound into memory.
 
 Each case was reproduced before its fix: a manifest of the wrong shape raised TypeError, one
-nested 100000 lists deep RecursionError; a bundle cut in half printed only "Aborted!"; and
-verify read every bundle member whole, whatever size its header claimed.
+nested 100000 lists deep RecursionError; a bundle cut in half printed only "Aborted!"; verify
+read every bundle member whole, whatever size its header claimed; and on a cluster node that
+serves no slots redis-py's RedisClusterException (not a RedisError) escaped as a traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import gzip
 import json
 import shutil
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from click.testing import CliRunner, Result
 
 from echomq_scripts.toolchain import release as release_module
 from echomq_scripts.toolchain.cli import cli
-from tests.support.environment import FIXTURES
+from tests.support.environment import FIXTURES, redis_binary
 from tests.support.projects import run_build
+from tests.support.redis_server import RedisServer
 
 TOP = "echomq-scripts-1.0.0"
 SCRIPT = "scripts/touch-3.lua"
@@ -258,3 +260,25 @@ def test_a_bundle_of_too_many_members_is_refused(
     monkeypatch.setattr(release_module, "MAX_BUNDLE_MEMBERS", 4)
     bundle = crafted(tmp_path, originals, raw_member("a.txt"))
     refused(diff(bundle), f"{bundle}: more than 4 members; not an echomq-scripts bundle")
+
+
+@pytest.fixture
+def slotless_node() -> Iterator[RedisServer]:
+    """A cluster-enabled server that belongs to no cluster: it serves none of the slots."""
+    node = RedisServer(redis_binary(), cluster_bus=True).start(
+        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"
+    )
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+def test_verify_on_a_cluster_that_serves_no_slots_says_so(
+    built: Path, slotless_node: RedisServer
+) -> None:
+    url = f"redis://127.0.0.1:{slotless_node.port}"
+    done = verify(built, url)
+    assert done.exit_code == 1, done.output
+    assert done.stderr.startswith(f"Error: {url}: All slots are not covered"), done.output
+    assert "Traceback" not in done.output

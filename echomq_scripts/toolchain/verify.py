@@ -133,7 +133,8 @@ def verify(url: str, scripts: list[ScriptBody], load: bool) -> list[NodeReport]:
                     if script.name in missing and client.script_load(script.body) == script.sha1:
                         loaded.append(script.name)
             reports.append(NodeReport(name, present, missing, tuple(loaded)))
-    except (redis.RedisError, ValueError) as exc:
+    # RedisClusterException (a cluster whose slots are not all served, say) is no RedisError.
+    except (redis.RedisError, redis.exceptions.RedisClusterException, ValueError) as exc:
         # The URL and redis-py's message can both hold the password: neither may show it.
         raise ReleaseError(f"{redact_url(url)}: {redact(str(exc), url)}") from None
     return reports
