@@ -15,7 +15,7 @@ import sys
 
 # What the toolchain imports beyond the runtime's redis-py: the `build` extra's packages, as
 # modules (tests/test_architecture.py holds the two lists together).
-TOOLCHAIN_PACKAGES = ("click", "jinja2", "lupa", "tree_sitter", "tree_sitter_lua")
+TOOLCHAIN_PACKAGES = ("click", "jinja2", "lupa", "tree_sitter", "tree_sitter_lua", "jsonschema")
 
 
 def replayed(argv: list[str]) -> bool:

@@ -8,15 +8,22 @@ script breaks nobody (minor); a body that changes under an unchanged signature i
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import reprlib
 import tarfile
+import zlib
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..runtime.linemap import path_problem
 from .errors import EchoMQScriptsError
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 BUMPS = ("none", "patch", "minor", "major")
 
@@ -25,27 +32,141 @@ class ReleaseError(EchoMQScriptsError):
     """A manifest or bundle that cannot be read, or a version that is too small."""
 
 
-def load_manifest(path: Path) -> dict[str, Any]:
-    """The manifest of a build directory, a manifest.json, or a bundle (.tar.gz)."""
-    try:
-        if path.is_dir():
-            path = path / "manifest.json"
-        if path.name.endswith((".tar.gz", ".tgz")):
-            with tarfile.open(path) as tar:
-                member = next(
-                    (m for m in tar.getmembers() if m.name.endswith("/manifest.json")), None
-                )
-                extracted = tar.extractfile(member) if member is not None else None
-                if extracted is None:
-                    raise ReleaseError(f"{path}: the bundle has no manifest.json")
-                data = json.loads(extracted.read())
-        else:
-            data = json.loads(path.read_bytes())
-    except (OSError, ValueError, tarfile.TarError) as exc:
-        raise ReleaseError(f"{path}: cannot read a manifest: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != 1 or "scripts" not in data:
-        raise ReleaseError(f"{path}: not a format 1 echomq-scripts manifest")
+# The bounds on what diff, verify and build --previous read of a release, so that a crafted one
+# cannot take the memory of the machine that checks it (docs/bundle.md, "Reading a release"). A
+# real manifest is tens of kilobytes, a script a few; a bundle holds two files per script, and two.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_BUNDLE_MEMBERS = 10_000
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of the regular file `path`, refused past MAX_FILE_BYTES."""
+    if path.exists() and not path.is_file():  # a named pipe would block the read
+        raise ReleaseError(f"{path}: not a regular file")
+    with path.open("rb") as file:
+        data = file.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ReleaseError(f"{path}: larger than {MAX_FILE_BYTES} bytes; refusing to read it")
     return data
+
+
+def _member_kind(member: tarfile.TarInfo) -> str | None:
+    """What `member` is when it is not a regular file or a directory; else None."""
+    if member.issym():
+        return "symlink"
+    if member.islnk():
+        return "hard link"
+    if not (member.isreg() or member.isdir()):
+        return "special file"
+    return None
+
+
+def bundle_files(path: Path, names: Collection[str]) -> dict[str, bytes]:
+    """The files of the bundle `path` named in `names`, by their path inside its top directory.
+
+    Every member is looked at, so that a bundle cut short or holding a link is refused whichever
+    file is asked for; only the named ones are read, each up to MAX_FILE_BYTES.
+    """
+    found: dict[str, bytes] = {}
+    try:
+        with tarfile.open(path) as tar:
+            for count, member in enumerate(tar, start=1):
+                if count > MAX_BUNDLE_MEMBERS:
+                    raise ReleaseError(
+                        f"{path}: more than {MAX_BUNDLE_MEMBERS} members; not an echomq-scripts"
+                        " bundle"
+                    )
+                kind = _member_kind(member)
+                if kind is not None:
+                    raise ReleaseError(
+                        f"{path}: member {member.name!r} is a {kind}; a release holds regular"
+                        " files only"
+                    )
+                name = member.name.partition("/")[2]
+                if name not in names or member.isdir():
+                    continue
+                if member.size > MAX_FILE_BYTES:
+                    raise ReleaseError(
+                        f"{path}: member {member.name!r} is larger than {MAX_FILE_BYTES} bytes;"
+                        " refusing to read it"
+                    )
+                extracted = tar.extractfile(member)
+                if extracted is not None:
+                    found[name] = extracted.read()
+    # A bundle cut short ends in EOFError (which click would report as "Aborted!"), bad
+    # compressed data in zlib.error.
+    except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
+        problem = f"cannot read the bundle (damaged or cut short?): {exc}"
+        raise ReleaseError(f"{path}: {problem}") from None
+    return found
+
+
+@functools.cache
+def _manifest_validator() -> Draft202012Validator:
+    # Imported here: only diff, verify and build --previous read a manifest back.
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent / "manifest.schema.json").read_bytes())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _json_path(parts: Iterable[str | int]) -> str:
+    """`scripts[0].keys[1].name` for the parts ("scripts", 0, "keys", 1, "name")."""
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text
+
+
+def check_manifest(data: bytes, where: Path) -> dict[str, Any]:
+    """The manifest in `data`, read from `where`, refused unless it fits manifest.schema.json.
+
+    Every reader of a manifest (diff, verify, build --previous) goes through here, so that what
+    comes after may rely on its shape. The error names the JSON path and the problem in one line.
+    """
+    from jsonschema.exceptions import best_match
+
+    try:
+        manifest = json.loads(data)
+        error = (
+            best_match(_manifest_validator().iter_errors(manifest))
+            if isinstance(manifest, dict) and manifest.get("format") == 1
+            else None
+        )
+        message = "" if error is None else error.message
+        if error is not None and len(message) > 200:  # a long value, shown short: "[[[...]]]"
+            message = message.replace(repr(error.instance), reprlib.repr(error.instance))
+    except RecursionError:  # JSON nested thousands deep: no manifest is
+        raise ReleaseError(f"{where}: not a manifest: its JSON is nested too deeply") from None
+    except ValueError as exc:
+        raise ReleaseError(f"{where}: cannot read a manifest: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != 1:
+        raise ReleaseError(f"{where}: not a format 1 echomq-scripts manifest")
+    if error is not None:
+        at = _json_path(error.absolute_path)
+        message = message if len(message) <= 200 else message[:197] + "..."
+        raise ReleaseError(f"{where}: {at + ': ' if at else ''}{message}")
+    return manifest
+
+
+def load_manifest(path: Path) -> dict[str, Any]:
+    """The manifest of a build directory, a manifest.json, or a bundle (.tar.gz), checked
+    against the schema."""
+    if path.is_dir():
+        path = path / "manifest.json"
+    if path.name.endswith((".tar.gz", ".tgz")):
+        data = bundle_files(path, {"manifest.json"}).get("manifest.json")
+        if data is None:
+            raise ReleaseError(f"{path}: the bundle has no manifest.json")
+    else:
+        try:
+            data = read_file(path)
+        except OSError as exc:
+            raise ReleaseError(f"{path}: cannot read a manifest: {exc}") from None
+    return check_manifest(data, path)
 
 
 def inside(root: Path, relative: str, what: str, *, on_disk: bool = True) -> Path:

@@ -10,16 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 import redis
 import redis.cluster
 
-from .release import ReleaseError, inside, load_manifest
+from .release import ReleaseError, bundle_files, inside, load_manifest, read_file
 
 
 @dataclass(frozen=True)
@@ -39,38 +37,25 @@ class NodeReport:
     loaded: tuple[str, ...]
 
 
-def _entries(path: Path, manifest: dict[str, Any]) -> list[dict[str, str]]:
-    """The manifest's scripts, each with a string name, file and sha1, its file inside `path`."""
-    scripts = manifest["scripts"]
-    if not isinstance(scripts, list):
-        raise ReleaseError(f"{path}: the manifest's scripts are not a list")
-    for number, entry in enumerate(scripts):
-        if not isinstance(entry, dict) or not all(
-            isinstance(entry.get(field), str) for field in ("name", "file", "sha1")
-        ):
-            raise ReleaseError(f"{path}: scripts[{number}] has no string name, file and sha1")
-        # A crafted "../x" or "/etc/x" would otherwise be read, and with --load sent to Redis.
-        inside(path, entry["file"], "the manifest's file", on_disk=path.is_dir())
-    return scripts
-
-
 def release_scripts(path: Path) -> list[ScriptBody]:
     """Every script of a build directory or a bundle, checked against the manifest's SHA1."""
     if not path.is_dir() and not path.name.endswith((".tar.gz", ".tgz")):
         raise ReleaseError(f"{path}: --release takes a build directory or a bundle (.tar.gz)")
-    entries = _entries(path, load_manifest(path))
+    entries = load_manifest(path)["scripts"]  # its shape checked against the schema
+    for entry in entries:
+        # A crafted "../x" or "/etc/x" would otherwise be read, and with --load sent to Redis.
+        inside(path, entry["file"], "the manifest's file", on_disk=path.is_dir())
     files: dict[str, bytes] = {}
-    try:
-        if path.is_dir():
-            files = {e["file"]: (path / e["file"]).read_bytes() for e in entries}
-        else:
-            with tarfile.open(path) as tar:
-                for member in tar.getmembers():
-                    extracted = tar.extractfile(member)
-                    if extracted is not None and "/" in member.name:
-                        files[member.name.split("/", 1)[1]] = extracted.read()
-    except (OSError, tarfile.TarError) as exc:
-        raise ReleaseError(f"{path}: cannot read the scripts: {exc}") from None
+    if path.is_dir():
+        for entry in entries:
+            try:
+                files[entry["file"]] = read_file(path / entry["file"])
+            except FileNotFoundError:
+                pass  # reported below, as a body that does not match
+            except OSError as exc:
+                raise ReleaseError(f"{path}: cannot read the scripts: {exc}") from None
+    else:
+        files = bundle_files(path, {entry["file"] for entry in entries})
     scripts = []
     for entry in entries:
         body = files.get(entry["file"])
@@ -148,7 +133,8 @@ def verify(url: str, scripts: list[ScriptBody], load: bool) -> list[NodeReport]:
                     if script.name in missing and client.script_load(script.body) == script.sha1:
                         loaded.append(script.name)
             reports.append(NodeReport(name, present, missing, tuple(loaded)))
-    except (redis.RedisError, ValueError) as exc:
+    # RedisClusterException (a cluster whose slots are not all served, say) is no RedisError.
+    except (redis.RedisError, redis.exceptions.RedisClusterException, ValueError) as exc:
         # The URL and redis-py's message can both hold the password: neither may show it.
         raise ReleaseError(f"{redact_url(url)}: {redact(str(exc), url)}") from None
     return reports
