@@ -71,7 +71,7 @@ if code then
   return code
 end
 local parts = removeChildren and { "dependencies", "processed", "failed", "unsuccessful" } or {}
-local batch, partOf = treeBatch(prefix, jobId, parts, limit, true,
+local batch = treeBatch(prefix, jobId, parts, limit, true,
   function(id) return refused(id) or "take" end)
 if type(batch) == "number" then
   return batch -- a descendant refused: nothing written
@@ -81,21 +81,9 @@ local places = {}
 for i = 1, 8 do
   places[i] = { queueKeys[i], names[i] } -- the eight states, in the keys' order
 end
--- A parent in the tree goes later, or in a later call: its records of the children taken go
--- now, and it stays where it is.
-local taken = false
-for _, id in ipairs(batch) do
-  local key = prefix .. id
-  if id == jobId then
-    taken = true
-  else
-    redis.call(RECORD_DROP[partOf[key]], redis.call("HGET", key, "parentKey") .. ":" .. partOf[key],
-      key)
-  end
-end
 local parentKey = redis.call("HGET", jobKey, "parentKey") or nil
 deleteJobs(prefix, batch, places, stalledKey, eventsKey, metaKey)
-if not taken then
+if batch[#batch] ~= jobId then -- taken, the job is last
   return 2 -- the job stays: a next call goes on with what this one left
 end
 -- The job, last: its parent outside the tree no longer waits for it, pending or failed.

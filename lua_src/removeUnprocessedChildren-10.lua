@@ -45,15 +45,12 @@ if redis.call("EXISTS", jobKey) == 0 then
   return -1
 end
 
-local batch, _, over, moved = treeBatch(prefix, jobId, { "dependencies" }, limit, false,
+local batch, over, moved = treeBatch(prefix, jobId, { "dependencies" }, limit, false,
   function(id) return redis.call("EXISTS", prefix .. id .. ":lock") == 1 and "keep" or "take" end)
 -- The states a pending child may be in (it has not finished: none of completed and failed).
 local places = {}
 for i = 1, 6 do
   places[i] = { queueKeys[i], names[i] }
-end
-for _, id in ipairs(batch) do
-  redis.call("SREM", redis.call("HGET", prefix .. id, "parentKey") .. ":dependencies", prefix .. id)
 end
 deleteJobs(prefix, batch, places, stalledKey, eventsKey, metaKey)
 -- Over; or nothing taken and nothing moved: every child within the walk's reach is held, and a

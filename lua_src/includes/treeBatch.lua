@@ -81,12 +81,15 @@ end
 
 -- Walks the tree under the job `topId` depth first, children in the order of their keys, and
 -- answers the jobs this call takes, each after its children (the top last, when `takeTop` and
--- the whole tree fits), `partOf` (which record of its parent names each), and whether the walk
--- is over (every job below the top taken or kept). `verdict(id)` rules on each job below the top
--- as the walk reaches it: "take", "keep" (it stays, with its children, and does not hold its
--- parent back), or a reply code that ends the call before anything is written. When nothing could be taken because a chain of children runs deeper than
--- the walk can go, the first child past the walk's reach is moved under the top (the next call
--- takes the chain above it), and the fourth answer is true: the call did something.
+-- the whole tree fits), and whether the walk is over (every job below the top taken or kept).
+-- Each job taken below the top is already out of its parent's record: that parent goes later, or
+-- in a later call, and stays where it is till then (a parent in waiting-children is not
+-- released). `verdict(id)` rules on each job below the top as the walk reaches it: "take",
+-- "keep" (it stays, with its children, and does not hold its parent back), or a reply code that
+-- ends the call before anything is written. When nothing could be taken because a chain of
+-- children runs deeper than the walk can go, the first child past the walk's reach is moved under
+-- the top (the next call takes the chain above it), and the third answer is true: the call did
+-- something.
 local function treeBatch(prefix, topId, parts, limit, takeTop, verdict)
   local top = { id = topId }
   local frames, batch, partOf = { top }, {}, {}
@@ -130,8 +133,15 @@ local function treeBatch(prefix, topId, parts, limit, takeTop, verdict)
       end
     end
   end
+  for _, id in ipairs(batch) do
+    if id ~= topId then
+      local key = prefix .. id
+      redis.call(RECORD_DROP[partOf[key]], redis.call("HGET", key, "parentKey") .. ":"
+        .. partOf[key], key)
+    end
+  end
   if #batch > 0 or not stuck then
-    return batch, partOf, over, false
+    return batch, over, false
   end
   local stuckKey = prefix .. stuck.id
   local childKey = stuck.kids[stuck.at]
@@ -141,5 +151,5 @@ local function treeBatch(prefix, topId, parts, limit, takeTop, verdict)
   if childKey then
     moveUnderTop(prefix .. topId, stuckKey, childKey, partOf[childKey])
   end
-  return batch, partOf, over, true
+  return batch, over, true
 end

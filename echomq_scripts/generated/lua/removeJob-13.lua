@@ -380,12 +380,15 @@ end
 
 -- Walks the tree under the job `topId` depth first, children in the order of their keys, and
 -- answers the jobs this call takes, each after its children (the top last, when `takeTop` and
--- the whole tree fits), `partOf` (which record of its parent names each), and whether the walk
--- is over (every job below the top taken or kept). `verdict(id)` rules on each job below the top
--- as the walk reaches it: "take", "keep" (it stays, with its children, and does not hold its
--- parent back), or a reply code that ends the call before anything is written. When nothing could be taken because a chain of children runs deeper than
--- the walk can go, the first child past the walk's reach is moved under the top (the next call
--- takes the chain above it), and the fourth answer is true: the call did something.
+-- the whole tree fits), and whether the walk is over (every job below the top taken or kept).
+-- Each job taken below the top is already out of its parent's record: that parent goes later, or
+-- in a later call, and stays where it is till then (a parent in waiting-children is not
+-- released). `verdict(id)` rules on each job below the top as the walk reaches it: "take",
+-- "keep" (it stays, with its children, and does not hold its parent back), or a reply code that
+-- ends the call before anything is written. When nothing could be taken because a chain of
+-- children runs deeper than the walk can go, the first child past the walk's reach is moved under
+-- the top (the next call takes the chain above it), and the third answer is true: the call did
+-- something.
 local function treeBatch(prefix, topId, parts, limit, takeTop, verdict)
   local top = { id = topId }
   local frames, batch, partOf = { top }, {}, {}
@@ -429,8 +432,15 @@ local function treeBatch(prefix, topId, parts, limit, takeTop, verdict)
       end
     end
   end
+  for _, id in ipairs(batch) do
+    if id ~= topId then
+      local key = prefix .. id
+      redis.call(RECORD_DROP[partOf[key]], redis.call("HGET", key, "parentKey") .. ":"
+        .. partOf[key], key)
+    end
+  end
   if #batch > 0 or not stuck then
-    return batch, partOf, over, false
+    return batch, over, false
   end
   local stuckKey = prefix .. stuck.id
   local childKey = stuck.kids[stuck.at]
@@ -440,7 +450,7 @@ local function treeBatch(prefix, topId, parts, limit, takeTop, verdict)
   if childKey then
     moveUnderTop(prefix .. topId, stuckKey, childKey, partOf[childKey])
   end
-  return batch, partOf, over, true
+  return batch, over, true
 end
 
 local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -481,7 +491,7 @@ if code then
   return code
 end
 local parts = removeChildren and { "dependencies", "processed", "failed", "unsuccessful" } or {}
-local batch, partOf = treeBatch(prefix, jobId, parts, limit, true,
+local batch = treeBatch(prefix, jobId, parts, limit, true,
   function(id) return refused(id) or "take" end)
 if type(batch) == "number" then
   return batch -- a descendant refused: nothing written
@@ -491,21 +501,9 @@ local places = {}
 for i = 1, 8 do
   places[i] = { queueKeys[i], names[i] } -- the eight states, in the keys' order
 end
--- A parent in the tree goes later, or in a later call: its records of the children taken go
--- now, and it stays where it is.
-local taken = false
-for _, id in ipairs(batch) do
-  local key = prefix .. id
-  if id == jobId then
-    taken = true
-  else
-    redis.call(RECORD_DROP[partOf[key]], redis.call("HGET", key, "parentKey") .. ":" .. partOf[key],
-      key)
-  end
-end
 local parentKey = redis.call("HGET", jobKey, "parentKey") or nil
 deleteJobs(prefix, batch, places, stalledKey, eventsKey, metaKey)
-if not taken then
+if batch[#batch] ~= jobId then -- taken, the job is last
   return 2 -- the job stays: a next call goes on with what this one left
 end
 -- The job, last: its parent outside the tree no longer waits for it, pending or failed.
