@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -282,3 +285,26 @@ def test_verify_on_a_cluster_that_serves_no_slots_says_so(
     assert done.exit_code == 1, done.output
     assert done.stderr.startswith(f"Error: {url}: All slots are not covered"), done.output
     assert "Traceback" not in done.output
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_in_a_build_directory_is_refused_unopened(built: Path, tmp_path: Path) -> None:
+    """Opened to read, a named pipe waits for a writer for ever: each reader refuses it first.
+    Run in a subprocess, so that a regression fails on the timeout instead of hanging the run."""
+    build = tmp_path / "build"
+    (build / "scripts").mkdir(parents=True)
+    manifest = build / "manifest.json"
+    manifest.write_bytes((built / "manifest.json").read_bytes())
+    os.mkfifo(build / SCRIPT)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "echomq_scripts", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+    done = run("verify", "--redis", NOWHERE, "--release", str(build))
+    message = "it is a named pipe, not a regular file; refusing to read it"
+    assert (done.returncode, done.stderr) == (1, f"Error: {build / SCRIPT}: {message}\n")
+    manifest.unlink()
+    os.mkfifo(manifest)
+    done = run("diff", str(build), str(build))
+    assert (done.returncode, done.stderr) == (1, f"Error: {manifest}: {message}\n")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..runtime.linemap import path_problem
 from .errors import EchoMQScriptsError
+from .snapshot import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -40,11 +41,14 @@ MAX_BUNDLE_MEMBERS = 10_000
 
 
 def read_file(path: Path) -> bytes:
-    """The bytes of the regular file `path`, refused past MAX_FILE_BYTES."""
-    if path.exists() and not path.is_file():  # a named pipe would block the read
-        raise ReleaseError(f"{path}: not a regular file")
-    with path.open("rb") as file:
-        data = file.read(MAX_FILE_BYTES + 1)
+    """The bytes of the regular file `path`, refused past MAX_FILE_BYTES; anything else (a named
+    pipe would block the read) is refused unopened, as the build refuses it."""
+    try:
+        data = read_regular(str(path), str(path), MAX_FILE_BYTES + 1)
+    except NotRegularFile as exc:
+        raise ReleaseError(
+            f"{path}: it is {exc.kind}, not a regular file; refusing to read it"
+        ) from None
     if len(data) > MAX_FILE_BYTES:
         raise ReleaseError(f"{path}: larger than {MAX_FILE_BYTES} bytes; refusing to read it")
     return data

@@ -54,9 +54,10 @@ class NotRegularFile(OSError):
         return f"'{self.name}': it is {self.kind}, not a regular file"
 
 
-def read_regular(path: str, name: str) -> bytes:
-    """The bytes of the regular file at `path` (links followed); `NotRegularFile`, reported as
-    `name`, for anything else, which is not opened at all. Other errors propagate as OSError."""
+def read_regular(path: str, name: str, most: int = -1) -> bytes:
+    """The bytes of the regular file at `path` (links followed), at most `most` of them (-1: all);
+    `NotRegularFile`, reported as `name`, for anything else, which is not opened at all. Other
+    errors propagate as OSError."""
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
         raise NotRegularFile(name, mode)
@@ -66,7 +67,7 @@ def read_regular(path: str, name: str) -> bytes:
         mode = os.fstat(handle.fileno()).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularFile(name, mode)
-        return handle.read()
+        return handle.read(most)
 
 
 def _relative(path: str, prefix: str) -> str:
