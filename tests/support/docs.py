@@ -235,6 +235,10 @@ def _rewrite(example: Example, start: int, end: int, text: str) -> None:
     REWRITES.setdefault(example.path, []).append((start, end, text))
 
 
+def _indent(text: str, indent: str) -> str:
+    return "".join(indent + line if line.strip() else line for line in text.splitlines(True))
+
+
 def _difference(want: str, got: str) -> str:
     return _CHECKER.output_difference(
         doctest.Example("", want), got, doctest.ELLIPSIS | doctest.REPORT_UDIFF
@@ -249,9 +253,11 @@ class Transcript:
     """A console block: commands with what each prints."""
 
     steps: list[tuple[str, str]]
-    # Where the block's text starts and ends in the document (for --update-docs).
+    # Where the block's text starts and ends in the document, and the indent of its lines (a
+    # block in a list item), for --update-docs.
     start: int
     end: int
+    indent: str
 
 
 def parse_transcript(source: str) -> list[tuple[str, str]]:
@@ -283,7 +289,9 @@ def evaluate_transcript(example: Example) -> str | None:
         if not matches(want, got):
             failures.append(f"$ {command}\n{_difference(want, got)}")
     if failures and UPDATE:
-        _rewrite(example, transcript.start, transcript.end, "".join(shown))
+        _rewrite(
+            example, transcript.start, transcript.end, _indent("".join(shown), transcript.indent)
+        )
         return None
     return "\n".join(failures) or None
 
@@ -377,7 +385,10 @@ class PageParser:
                 regions.append(Region(block.start, block.end, (path, source), evaluate_file))
             elif info == "console":
                 steps = parse_transcript(source)
-                transcript = Transcript(steps, source_start, source_start + len(source))
+                # The raw text between the fences, indent included.
+                raw_end = text.rindex("\n", block.start, block.end - 1) + 1
+                indent = text[block.start : text.index("`", block.start)]
+                transcript = Transcript(steps, source_start, raw_end, indent)
                 regions.append(Region(block.start, block.end, transcript, evaluate_transcript))
             elif info == "python":
                 want = None
