@@ -60,9 +60,9 @@ UPDATE = False
 # The rewrites `--update-docs` collected: path -> [(start, end, new text)].
 REWRITES: dict[str, list[tuple[int, int, str]]] = {}
 
-_FILE_LINE = re.compile(r"^`(?P<path>[\w./-]+\.[A-Za-z]\w*|[\w./-]+/[\w.-]+)`:$")
+_FILE_LINE = re.compile(r"^`(?P<path>/?[\w./-]+\.[A-Za-z]\w*|[\w./-]+/[\w.-]+)`:$")
 _COMMENT = re.compile(
-    r"^<!-- (?P<directive>file|run|redis-port|project): ?(?P<arguments>[^\n]*?)"
+    r"^<!-- (?P<directive>file|run|redis-port|redis-cluster-port|project): ?(?P<arguments>[^\n]*?)"
     r"(?:\s*-->$|\n(?P<body>.*?)^-->$)",
     re.MULTILINE | re.DOTALL,
 )
@@ -94,6 +94,7 @@ class Page:
     ran: bool = False
     pending: list[str] = field(default_factory=list)
     redis_port: str | None = None
+    cluster_port_shown: str | None = None
     cwd: Path | None = None
     status: int = 0
     fresh_server: bool = False
@@ -122,6 +123,9 @@ class Page:
                 generated,
                 ignore=shutil.ignore_patterns("__pycache__"),
             )
+            # bundle.md runs the Node.js consumer from the repository root.
+            (root / "tests").mkdir()
+            (root / "tests" / "node").symlink_to(REPO / "tests" / "node")
         assert self.project is not None
         return self.project
 
@@ -152,16 +156,20 @@ class Page:
     def in_tmp(self, text: str) -> str:
         """A command or file as run: the page's `/tmp/` is the test's temporary directory."""
         text = text.replace("/tmp/", f"{self.tmp}/")
-        if self.redis_port is not None and "7989" in text:
+        if self.redis_port is not None and self.redis_port in text:
             text = text.replace(self.redis_port, str(self.port()))
+        if self.cluster_port_shown is not None and self.cluster_port_shown in text:
+            text = text.replace(self.cluster_port_shown, str(self.cluster_port()))
         return text
 
     def shown(self, text: str) -> str:
         """Output as the page shows it: the temporary directory as `/tmp`, the port as declared."""
         for tmp in {str(self.tmp.resolve()), str(self.tmp)}:
             text = text.replace(tmp, "/tmp")
-        if self.redis_port is not None:
+        if self.redis_port is not None and self.fresh_server:
             text = text.replace(str(self.port()), self.redis_port)
+        if self.cluster_port_shown is not None and self.fresh_cluster:
+            text = text.replace(str(self.cluster_port()), self.cluster_port_shown)
         return text
 
     def environment(self) -> dict[str, str]:
@@ -275,12 +283,18 @@ def parse_transcript(source: str) -> list[tuple[str, str]]:
 def evaluate_transcript(example: Example) -> str | None:
     page = page_of(example)
     transcript: Transcript = example.parsed
+    # Each set-up step and each transcript starts in the project's directory; a `cd` lasts to
+    # the end of its block.
+    page.cwd = page.project
     for command in page.pending:
+        page.cwd = page.project
         output, code = page.shell(command)
         if code != 0:
             return f"set-up step {command!r} exited with {code}:\n{output}"
     page.pending.clear()
     page.ran = True
+    # Each transcript starts in the project's directory; a `cd` lasts to the end of its block.
+    page.cwd = page.project
     failures = []
     shown = []
     for command, want in transcript.steps:
@@ -334,6 +348,12 @@ def evaluate_python(example: Example) -> str | None:
 def evaluate_file(example: Example) -> None:
     page = page_of(example)
     path, content = example.parsed
+    if path.startswith("/tmp/"):
+        # A file outside the project (in the page's temporary directory) leaves it as it is.
+        target = Path(page.in_tmp(path))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(page.in_tmp(content))
+        return
     if page.project is None or page.ran:
         page.new_project(page.next_name)
     assert page.project is not None
@@ -354,11 +374,16 @@ def evaluate_port(example: Example) -> None:
     page_of(example).redis_port = example.parsed
 
 
+def evaluate_cluster_port(example: Example) -> None:
+    page_of(example).cluster_port_shown = example.parsed
+
+
 _DIRECTIVES: dict[str, Callable[[Example], None]] = {
     "file": evaluate_file,
     "run": evaluate_run,
     "project": evaluate_name,
     "redis-port": evaluate_port,
+    "redis-cluster-port": evaluate_cluster_port,
 }
 
 
