@@ -367,7 +367,10 @@ def evaluate_run(example: Example) -> None:
 
 
 def evaluate_name(example: Example) -> None:
-    page_of(example).next_name = example.parsed
+    """`<!-- project: NAME -->`: a new, empty project in the directory NAME, at once."""
+    page = page_of(example)
+    page.next_name = example.parsed
+    page.new_project(example.parsed)
 
 
 def evaluate_port(example: Example) -> None:
