@@ -3,17 +3,21 @@
 How a page marks what runs (README.md, "Examples that run", says the same for writers):
 
 - A fenced block with the info string `console` is a transcript. Each line that starts with `$ `
-  is a command, run by bash in the page's project directory; the lines up to the next command
-  are what it prints, stdout and stderr together as a terminal shows them. A command's exit code
-  is not compared, but `echo $?` shows it.
-- A `python` block is run in the page's namespace. When the next block, with only blank lines
-  between, has no info string, that block is what the code prints on stdout.
+  is a command, run by bash; the lines up to the next command are what it prints, stdout and
+  stderr together as a terminal shows them. A command's exit code is not compared, but
+  `echo $?` shows it. Each transcript starts in the page's project directory; a `cd` lasts to
+  the end of its block.
+- A `python` block is run in the page's namespace (in the project's directory, importable, when
+  the page has one). When the next block, with only blank lines between, has no info string,
+  that block is what the code prints on stdout.
 - A paragraph that is only a path in backticks and a colon (`` `lua_src/a-1.lua`: ``), followed
   by a fenced block, shows a file of the page's project; `<!-- file: PATH` ... `-->` is one the
-  reader does not need to see. Files shown after a transcript start a new project. A page whose
-  transcripts come before any file runs them in a copy of this repository (its `pyproject.toml`,
-  `lua_src/` and `echomq_scripts/generated/`), the directory `echomq-scripts`.
-- `<!-- run: COMMAND -->` runs a set-up step before the next transcript (an edit the prose
+  reader does not need to see. A path under `/tmp/` is a file outside the project. Files shown
+  after a transcript start a new project. `<!-- project: NAME -->` starts a new, empty one in
+  the directory NAME. A page whose transcripts come before any file runs them in a copy of this
+  repository (its `pyproject.toml`, `lua_src/`, `echomq_scripts/generated/` and `tests/node/`),
+  the directory `echomq-scripts`.
+- `<!-- run: COMMAND -->` is a set-up step run before the next transcript (an edit the prose
   describes); it must exit with 0, and its output is not shown.
 - Any other block (no info string, `text`, `lua`, `toml`, `json`, `js`, `sh`) is illustrative
   and not run.
@@ -24,11 +28,12 @@ What varies from run to run is normalised, and only this:
 - `/tmp/` in a command or a file is the test's own temporary directory, and that directory is
   shown as `/tmp` in the output: examples can name `/tmp/bd` without touching the real `/tmp`.
 - `<!-- redis-port: 7989 -->` says that the page's commands and output write the port of the
-  test's private redis-server as `7989`. Python examples get its port as `port`, and a private
-  three-primary cluster's port as `cluster_port`.
+  tests' private redis-server as `7989`, and `<!-- redis-cluster-port: 43385 -->` one port of
+  their private cluster as `43385`. Python examples get the server's port as `port` and the
+  cluster's as `cluster_port`. Each page starts with both emptied of keys and scripts.
 
-`pytest --update-docs` rewrites every shown output that differs with what the example printed,
-in place (`make docs-update`); review the diff.
+`pytest --update-docs` (`make docs-update`) rewrites every shown output that differs with what
+the example printed, in place; review the diff. A `...` of an output that still matches is kept.
 """
 
 from __future__ import annotations
