@@ -196,7 +196,8 @@ def diff_command(old: Path, new: Path, output_format: str) -> None:
         ("changed in signature", changes.signature_changed),
     ):
         click.echo(f"{label}: {', '.join(names) if names else '-'}")
-    click.echo(f"smallest bump: {changes.bump} ({before.get('version')} -> {after.get('version')})")
+    # The versions are the two releases' own, old -> new: what they are, not a suggestion.
+    click.echo(f"smallest bump: {changes.bump} ({changes.old_version} -> {changes.new_version})")
 
 
 @cli.command()
