@@ -40,14 +40,21 @@ def _source_options(func: F) -> F:
         click.option(
             "--src",
             type=click.Path(path_type=Path, file_okay=False),
-            default=Path("lua_src"),
-            show_default=True,
-            help="Directory holding the <name>-<N>.lua scripts.",
+            default=None,
+            help="Directory holding the <name>-<N>.lua scripts [default: the project's 'src'"
+            " setting, else lua_src].",
         ),
         click.option(
             "--strict/--no-strict",
             default=None,
             help="Treat warnings as errors (default: the project's 'strict' setting).",
+        ),
+        click.option(
+            "--ignore",
+            "ignore",
+            multiple=True,
+            metavar="CODE[,CODE...]",
+            help="Drop the findings of these codes (repeatable), besides the project's 'ignore'.",
         ),
         _format_option("findings"),
         click.option(
@@ -74,9 +81,9 @@ def cli() -> None:
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("build"),
-    show_default=True,
-    help="Output directory, replaced as a whole on success.",
+    default=None,
+    help="Output directory, replaced as a whole on success [default: the project's 'out'"
+    " setting, else build].",
 )
 @click.option(
     "--previous",
@@ -93,12 +100,13 @@ def cli() -> None:
     " repository (not the --out directory) differs from what the sources give.",
 )
 def build(
-    src: Path,
+    src: Path | None,
     strict: bool | None,
+    ignore: tuple[str, ...],
     output_format: str,
     cache_dir: Path | None,
     no_cache: bool,
-    out: Path,
+    out: Path | None,
     previous: Path | None,
     check_only: bool,
 ) -> None:
@@ -121,6 +129,7 @@ def build(
         previous=previous,
         check_only=check_only,
         invocation=invocation if isinstance(invocation, tuple) else None,
+        ignore=ignore,
     )
     sys.exit(_run(lambda: run_build(request)))
 
@@ -128,7 +137,12 @@ def build(
 @cli.command()
 @_source_options
 def check(
-    src: Path, strict: bool | None, output_format: str, cache_dir: Path | None, no_cache: bool
+    src: Path | None,
+    strict: bool | None,
+    ignore: tuple[str, ...],
+    output_format: str,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Run every check on the scripts and write nothing.
 
@@ -138,7 +152,7 @@ def check(
     """
     from .build_command import run_check
 
-    sys.exit(_run(lambda: run_check(src, strict, cache_dir, no_cache, output_format)))
+    sys.exit(_run(lambda: run_check(src, strict, cache_dir, no_cache, output_format, ignore)))
 
 
 @cli.command(name="diff")
