@@ -2,17 +2,14 @@
 and every built script's SHA1 is the one Redis gives it.
 
 The package is fetched once with `npm pack` into pytest's cache directory and checked against
-its pinned sha256; later runs need neither npm nor the network. Without npm (and without that
-cached copy) the test is skipped, or fails in CI (`unavailable`).
+its pinned sha256 (tests/support/bullmq_package.py, which also says why each code in IGNORED is
+ignored); later runs need neither npm nor the network. Without npm (and without that cached
+copy) the tests are skipped, or fail in CI (`unavailable`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
-import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -20,41 +17,14 @@ import redis
 from click.testing import CliRunner
 
 from echomq_scripts.toolchain.cli import cli
+from tests.support.bullmq_package import (
+    CACHE_NAME,
+    IGNORED,
+    PackageDamaged,
+    PackageUnavailable,
+    unpack_commands,
+)
 from tests.support.environment import unavailable
-
-BULLMQ_VERSION = "6.7.0"
-BULLMQ_SHA256 = "1b9e166ff4c77ecbb75c15f0e2afc3bdce7aaf3789f4701b45ed0483dcbadb04"
-COMMANDS = "package/dist/cjs/commands"
-# What BullMQ's scripts do that our checks refuse (docs/checks.md#configuring-findings):
-# - key-slot: job keys are built from a prefix in ARGV, not from KEYS;
-# - keys-arity: the relay*-1 scripts take KEYS[1] only to route the call on a cluster;
-# - undefined-global: removeUnprocessedChildren-2 includes removeJobWithChildren, which declares
-#   `local rcall` and then includes files that use it. BullMQ's loader pastes each include in
-#   place of its directive; ours pastes every include before the first directive of the script
-#   (docs/authoring.md#includes), so in our build those files' functions read a global `rcall`,
-#   and Redis would refuse the call at run time. The finding is true of our build.
-IGNORED = ("key-slot", "keys-arity", "undefined-global")
-
-
-def _tarball(directory: Path) -> Path:
-    """bullmq's package, fetched with npm into `directory` unless it is there already."""
-    tarball = directory / f"bullmq-{BULLMQ_VERSION}.tgz"
-    if not tarball.is_file():
-        npm = shutil.which("npm")
-        if npm is None:
-            unavailable("npm", "npm not found: install Node.js and npm (apt-get install npm)")
-        done = subprocess.run(
-            [npm, "pack", f"bullmq@{BULLMQ_VERSION}", "--pack-destination", str(directory)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
-    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
-    if digest != BULLMQ_SHA256:
-        tarball.unlink()  # fetched again next time
-        pytest.fail(f"{tarball.name}: sha256 {digest}, expected {BULLMQ_SHA256}")
-    return tarball
 
 
 @pytest.fixture(scope="module")
@@ -63,16 +33,13 @@ def bullmq_commands(
 ) -> Path:
     """BullMQ's `dist/cjs/commands`, unpacked into a fresh directory."""
     cache = getattr(request.config, "cache", None)
-    directory = (
-        cache.mkdir(f"bullmq-{BULLMQ_VERSION}")
-        if cache is not None
-        else tmp_path_factory.mktemp("npm")
-    )
-    target = tmp_path_factory.mktemp("bullmq")
-    with tarfile.open(_tarball(directory)) as archive:
-        members = [m for m in archive.getmembers() if m.name.startswith(f"{COMMANDS}/")]
-        archive.extractall(target, members=members, filter="data")
-    return target / COMMANDS
+    directory = cache.mkdir(CACHE_NAME) if cache is not None else tmp_path_factory.mktemp("npm")
+    try:
+        return unpack_commands(directory, tmp_path_factory.mktemp("bullmq"))
+    except PackageUnavailable as exc:
+        unavailable("npm", str(exc))
+    except PackageDamaged as exc:
+        pytest.fail(str(exc))
 
 
 def test_bullmq_tree_is_what_we_think(bullmq_commands: Path) -> None:
