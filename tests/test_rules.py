@@ -265,3 +265,12 @@ def test_a_settings_file_appearing_above_defeats_the_stamp(slots: Path, tmp_path
     assert bundle_after_build() == ["echomq-scripts-0.0.0.tar.gz"]
     (slots / "pyproject.toml").unlink()
     assert bundle_after_build() == ["echomq-scripts-2.0.0.tar.gz"]
+
+
+def test_explain_reads_the_projects_build_from_a_subdirectory(nested: Path) -> None:
+    os.chdir(nested)
+    assert invoke("build", "--no-cache").exit_code == 0
+    os.chdir(nested / "scripts" / "includes")
+    result = invoke("explain", "slots-2:20")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == f'{nested}/scripts/slots-2.lua:18: redis.call("TYPE", key)\n'

@@ -230,18 +230,17 @@ def verify(url: str, release: Path, load: bool, output_format: str) -> None:
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("build"),
-    show_default=True,
-    help="The build directory to read.",
+    default=None,
+    help="The build directory to read [default: the project's 'out' setting, else build].",
 )
 @click.option(
     "--src",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("lua_src"),
-    show_default=True,
-    help="The source directory, to show the line's text.",
+    default=None,
+    help="The source directory, to show the line's text [default: the project's 'src'"
+    " setting, else lua_src].",
 )
-def explain(location: str, out: Path, src: Path) -> None:
+def explain(location: str, out: Path | None, src: Path | None) -> None:
     """Say which source file and line a line of a resolved script came from.
 
     \b
@@ -259,6 +258,11 @@ def explain(location: str, out: Path, src: Path) -> None:
     from .lines import split_lines
     from .release import ReleaseError, inside
 
+    if src is None or out is None:
+        from .config import project_dirs
+
+        project_src, project_out = _run(project_dirs)
+        src, out = src or project_src, out or project_out
     script = Path(script).name.removesuffix(".lua")
     map_path = out / "maps" / f"{script}.json"
     try:

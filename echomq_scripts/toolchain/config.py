@@ -75,6 +75,21 @@ def find_settings(start: Path) -> tuple[Path, dict[str, object]] | None:
     return first
 
 
+def project_dirs(cwd: Path | None = None) -> tuple[Path, Path]:
+    """The source and output directories the settings found from `cwd` name (as findings name
+    them), for commands that read a build rather than make one (`explain`); neither need
+    exist."""
+    here = (cwd or Path.cwd()).resolve()
+    found = find_settings(here)
+    if found is None:
+        return Path(DEFAULT_SRC), Path(DEFAULT_OUT)
+    pyproject, data = found
+    table = _table(pyproject, _table(pyproject, data, "tool"), "echomq-scripts")
+    src = _path_setting(pyproject, table, "src", DEFAULT_SRC)
+    out = _path_setting(pyproject, table, "out", DEFAULT_OUT)
+    return _shown(pyproject.parent / src, here), _shown(pyproject.parent / out, here)
+
+
 def load_config(
     src: Path | None = None,
     strict: bool | None = None,
