@@ -274,3 +274,26 @@ def test_explain_reads_the_projects_build_from_a_subdirectory(nested: Path) -> N
     result = invoke("explain", "slots-2:20")
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout == f'{nested}/scripts/slots-2.lua:18: redis.call("TYPE", key)\n'
+
+
+def test_console_replay_from_a_subdirectory_follows_the_settings_file(
+    nested: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console script's replay (entry.py) of a build whose directories came from the
+    settings, and a change to that file (a new ignore list) that it must not replay over."""
+    from tests.test_cli import replay_probe, run_console
+
+    monkeypatch.delenv("ECHOMQ_SCRIPTS_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(nested.parent / "xdg"))
+    os.chdir(nested / "scripts" / "includes")
+    cache = str(nested.parent / "cache")
+    first = run_console("build", "--cache-dir", cache)
+    assert first.stdout == f"wrote {nested}/dist (1 script, 1 analysed, 0 from cache)\n"
+    replayed = replay_probe("build", "--cache-dir", cache)
+    assert replayed.returncode == 10
+    assert replayed.stdout == f"up to date: {nested}/dist (1 script, 0 analysed, 1 from cache)\n"
+    assert lines(replayed.stderr)[-2] == "0 error(s), 3 warning(s)"
+    write_settings('src = "scripts"\nout = "dist"\nignore = ["key-slot"]', nested)
+    assert replay_probe("build", "--cache-dir", cache).returncode == 9
+    again = run_console("build", "--cache-dir", cache)
+    assert (again.returncode, again.stderr) == (0, "")
