@@ -90,6 +90,10 @@ def test_ignore_is_repeatable_and_takes_comma_lists(locals_project: Path) -> Non
         ),
         ("key-slot,", "Error: --ignore: empty finding code"),
         (
+            "KEY-SLOT",
+            "Error: --ignore: unknown finding code 'KEY-SLOT' (did you mean 'key-slot'?)",
+        ),
+        (
             "syntax",
             "Error: --ignore: 'syntax' cannot be ignored or made a warning: the build would"
             " write broken output or leave a file out (docs/checks.md#configuring-findings)",

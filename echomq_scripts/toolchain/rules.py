@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .diagnostics import CODES, Diagnostic, Severity
+from .diagnostics import CODES, Diagnostic, Severity, escape_controls
 
 # The findings after which a build would write broken output, or leave part of the tree out of
 # it silently: a script that does not compile or cannot be read and resolved, a name that
@@ -58,9 +58,9 @@ class Rules:
 def code_problem(code: str) -> str | None:
     """Why `code` may not be named in an ignore or warn list, or None when it may."""
     if code not in CODES:
-        close = difflib.get_close_matches(code, CODES, n=1)
+        close = difflib.get_close_matches(code.lower(), CODES, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else " (docs/checks.md lists them)"
-        return f"unknown finding code '{code}'{hint}"
+        return f"unknown finding code '{escape_controls(code)}'{hint}"
     if code in FIXED_CODES:
         return (
             f"'{code}' cannot be ignored or made a warning: the build would write broken"
