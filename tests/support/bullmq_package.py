@@ -63,6 +63,17 @@ def unpack_commands(directory: Path, target: Path) -> Path:
     """`dist/cjs/commands` of the pinned package (cached in `directory`) unpacked under
     `target`; its path."""
     with tarfile.open(tarball(directory)) as archive:
-        members = [m for m in archive.getmembers() if m.name.startswith(f"{COMMANDS}/")]
-        archive.extractall(target, members=members, filter="data")
+        # Regular files and directories only, named inside the package: nothing a tarball could
+        # use to write elsewhere (Python before 3.11.4 has no extraction filters to say so).
+        members = [
+            m
+            for m in archive.getmembers()
+            if m.name.startswith(f"{COMMANDS}/")
+            and ".." not in m.name.split("/")
+            and (m.isfile() or m.isdir())
+        ]
+        if hasattr(tarfile, "data_filter"):  # 3.11.4 and later; 3.14 warns without a filter
+            archive.extractall(target, members=members, filter="data")
+        else:
+            archive.extractall(target, members=members)
     return target / COMMANDS
