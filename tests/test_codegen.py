@@ -177,7 +177,10 @@ def test_header_names_that_would_break_the_wrapper_are_refused(
     text = f"--- Echoes.\n{header}--- @return string  x\n{reads}return {values}\n"
     result = build_in(tmp_path, script, text)
     assert result.exit_code == 1
-    assert result.stderr == f"lua_src/{script}:{finding} [header-names]\n1 error(s), 0 warning(s)\n"
+    assert (result.stdout, result.stderr) == (
+        f"lua_src/{script}:{finding} [header-names]\nFound 1 error in 1 file.\n",
+        "",
+    )
     assert not (tmp_path / "emq_names" / "generated").exists()
 
 

@@ -57,7 +57,7 @@ def locals_project(in_tmp: Path) -> Path:
 def test_ignore_drops_a_code_and_the_build_passes(slots: Path) -> None:
     failing = invoke("build", "--no-cache")
     assert failing.exit_code == 1
-    assert lines(failing.stderr)[-1] == "3 error(s), 0 warning(s)"
+    assert lines(failing.stdout)[-1] == "Found 3 errors in 1 file."
     passing = invoke("build", "--no-cache", "--ignore", "key-slot")
     assert (passing.exit_code, passing.stderr) == (0, "")
     assert passing.stdout == "wrote build (1 script, 1 analysed, 0 from cache)\n"
@@ -65,16 +65,16 @@ def test_ignore_drops_a_code_and_the_build_passes(slots: Path) -> None:
 
 def test_ignore_is_repeatable_and_takes_comma_lists(locals_project: Path) -> None:
     strict = invoke("check", "--no-cache", "--strict")
-    assert (strict.exit_code, lines(strict.stderr)[-1]) == (1, "0 error(s), 7 warning(s)")
+    assert (strict.exit_code, lines(strict.stdout)[-1]) == (1, "Found 7 warnings in 4 files.")
     one = invoke("check", "--no-cache", "--strict", "--ignore", "unused-local")
-    assert (one.exit_code, lines(one.stderr)[-1]) == (1, "0 error(s), 3 warning(s)")
-    assert "[unused-local]" not in one.stderr
+    assert (one.exit_code, lines(one.stdout)[-1]) == (1, "Found 3 warnings in 3 files.")
+    assert "[unused-local]" not in one.stdout
     for args in (
         ["--ignore", "unused-local", "--ignore", "shadowed-local"],
         ["--ignore", "unused-local, shadowed-local"],
     ):
         both = invoke("check", "--no-cache", "--strict", *args)
-        assert (both.exit_code, both.stderr) == (0, "")
+        assert (both.exit_code, both.stdout) == (0, "No findings in 3 scripts.\n")
 
 
 @pytest.mark.parametrize(
@@ -119,18 +119,19 @@ def write_settings(text: str, where: Path | None = None) -> None:
 
 def test_project_ignore_and_warn(slots: Path) -> None:
     write_settings('ignore = ["key-slot"]')
-    assert (invoke("check", "--no-cache").exit_code, invoke("check", "--no-cache").stderr) == (
-        0,
-        "",
-    )
+    clean = invoke("check", "--no-cache")
+    assert (clean.exit_code, clean.stdout) == (0, "No findings in 1 script.\n")
     # warn reports the errors as warnings: the run passes, unless it is strict.
     write_settings('warn = ["key-slot"]')
     warned = invoke("build", "--no-cache")
     assert warned.exit_code == 0
-    assert lines(warned.stderr)[0] == SLOTS_20.format("warning")
-    assert lines(warned.stderr)[-1] == "0 error(s), 3 warning(s)"
+    assert lines(warned.stdout)[0] == SLOTS_20.format("warning")
+    assert lines(warned.stdout)[-2:] == [
+        "Found 3 warnings in 1 file.",
+        "wrote build (1 script, 1 analysed, 0 from cache)",
+    ]
     strict = invoke("build", "--no-cache", "--strict")
-    assert (strict.exit_code, lines(strict.stderr)[-1]) == (1, "0 error(s), 3 warning(s)")
+    assert (strict.exit_code, lines(strict.stdout)[-1]) == (1, "Found 3 warnings in 1 file.")
     # The command line's --ignore adds to the project's lists and wins over its warn.
     ignored = invoke("build", "--no-cache", "--strict", "--ignore", "key-slot")
     assert (ignored.exit_code, ignored.stderr) == (0, "")
@@ -169,14 +170,14 @@ def test_rules_apply_after_the_cache_and_count_for_the_stamp(slots: Path, tmp_pa
     assert invoke("build", "--cache-dir", cache, "--ignore", "key-slot").exit_code == 0
     # The same sources and analyses, read from the cache, with other rules: other findings.
     again = invoke("check", "--cache-dir", cache)
-    assert (again.exit_code, lines(again.stderr)[-1]) == (1, "3 error(s), 0 warning(s)")
+    assert (again.exit_code, lines(again.stdout)[-1]) == (1, "Found 3 errors in 1 file.")
     rebuilt = invoke("build", "--cache-dir", cache, "--ignore", "key-slot")
     assert rebuilt.stdout == "up to date: build (1 script, 0 analysed, 1 from cache)\n"
     # Settings in pyproject.toml are inputs of the stamp: a warn list changes the findings.
     write_settings('warn = ["key-slot"]')
     warned = invoke("build", "--cache-dir", cache)
     assert warned.exit_code == 0
-    assert lines(warned.stderr)[-1] == "0 error(s), 3 warning(s)"
+    assert lines(warned.stdout)[-2] == "Found 3 warnings in 1 file."
 
 
 def test_ignore_comments_silence_their_own_line_only(slots: Path) -> None:
@@ -186,9 +187,9 @@ def test_ignore_comments_silence_their_own_line_only(slots: Path) -> None:
     text[22] += "  -- echomq: ignore[key-slot]"  # line 23, the line before line 24's finding
     script.write_text("\n".join(text) + "\n")
     result = invoke("check", "--no-cache")
-    assert lines(result.stderr)[0].startswith("lua_src/slots-2.lua:21:19: error: this key is a")
-    assert lines(result.stderr)[1].startswith("lua_src/slots-2.lua:24:15: error: this key is bu")
-    assert lines(result.stderr)[-1] == "2 error(s), 0 warning(s)"
+    assert lines(result.stdout)[0].startswith("lua_src/slots-2.lua:21:19: error: this key is a")
+    assert lines(result.stdout)[1].startswith("lua_src/slots-2.lua:24:15: error: this key is bu")
+    assert lines(result.stdout)[-1] == "Found 2 errors in 1 file."
 
 
 # -- finding pyproject.toml ------------------------------------------------------------------
@@ -211,16 +212,18 @@ def test_settings_are_found_from_a_subdirectory(nested: Path) -> None:
     os.chdir(nested)
     top = invoke("build", "--cache-dir", str(nested.parent / "cache"))
     assert top.exit_code == 0
-    assert lines(top.stderr)[0].startswith("scripts/slots-2.lua:20:19: warning: this key")
-    assert top.stdout == "wrote dist (1 script, 1 analysed, 0 from cache)\n"
+    assert lines(top.stdout)[0].startswith("scripts/slots-2.lua:20:19: warning: this key")
+    assert lines(top.stdout)[-1] == "wrote dist (1 script, 1 analysed, 0 from cache)"
     # Below the project, a pyproject.toml without the table is passed by on the way up.
     os.chdir(nested / "scripts" / "includes")
     Path("pyproject.toml").write_text('[project]\nname = "other"\nversion = "9.9.9"\n')
     below = invoke("build", "--cache-dir", str(nested.parent / "cache"))
     assert below.exit_code == 0
     # The sources lie outside the working directory: findings name them absolutely.
-    assert lines(below.stderr)[0].startswith(f"{nested}/scripts/slots-2.lua:20:19: warning")
-    assert below.stdout == f"up to date: {nested}/dist (1 script, 0 analysed, 1 from cache)\n"
+    assert lines(below.stdout)[0].startswith(f"{nested}/scripts/slots-2.lua:20:19: warning")
+    assert (
+        lines(below.stdout)[-1] == f"up to date: {nested}/dist (1 script, 0 analysed, 1 from cache)"
+    )
     assert sorted(p.name for p in nested.iterdir()) == ["dist", "pyproject.toml", "scripts"]
 
 
@@ -228,8 +231,8 @@ def test_the_command_line_overrides_src_and_out(nested: Path) -> None:
     os.chdir(nested)
     result = invoke("build", "--no-cache", "--src", "scripts", "--out", "elsewhere")
     assert result.exit_code == 0
-    assert lines(result.stderr)[0].startswith("scripts/slots-2.lua:20:19: warning: this key")
-    assert result.stdout == "wrote elsewhere (1 script, 1 analysed, 0 from cache)\n"
+    assert lines(result.stdout)[0].startswith("scripts/slots-2.lua:20:19: warning: this key")
+    assert lines(result.stdout)[-1] == "wrote elsewhere (1 script, 1 analysed, 0 from cache)"
     assert not (nested / "dist").exists()
 
 
@@ -242,7 +245,7 @@ def test_a_foreign_src_gets_its_own_settings_not_the_working_directorys(
     os.chdir(nested)
     result = invoke("build", "--no-cache", "--src", str(foreign / "lua_src"))
     assert result.exit_code == 1
-    assert lines(result.stderr)[0] == f"{foreign}/" + SLOTS_20.format("error")
+    assert lines(result.stdout)[0] == f"{foreign}/" + SLOTS_20.format("error")
     # Its own pyproject.toml, beside or above the sources, applies.
     write_settings('ignore = ["key-slot"]', foreign)
     passing = invoke("build", "--no-cache", "--src", str(foreign / "lua_src"))
@@ -292,11 +295,13 @@ def test_console_replay_from_a_subdirectory_follows_the_settings_file(
     os.chdir(nested / "scripts" / "includes")
     cache = str(nested.parent / "cache")
     first = run_console("build", "--cache-dir", cache)
-    assert first.stdout == f"wrote {nested}/dist (1 script, 1 analysed, 0 from cache)\n"
+    assert lines(first.stdout)[-1] == f"wrote {nested}/dist (1 script, 1 analysed, 0 from cache)"
     replayed = replay_probe("build", "--cache-dir", cache)
     assert replayed.returncode == 10
-    assert replayed.stdout == f"up to date: {nested}/dist (1 script, 0 analysed, 1 from cache)\n"
-    assert lines(replayed.stderr)[-2] == "0 error(s), 3 warning(s)"
+    assert lines(replayed.stdout)[-2:] == [
+        "Found 3 warnings in 1 file.",
+        f"up to date: {nested}/dist (1 script, 0 analysed, 1 from cache)",
+    ]
     write_settings('src = "scripts"\nout = "dist"\nignore = ["key-slot"]', nested)
     assert replay_probe("build", "--cache-dir", cache).returncode == 9
     again = run_console("build", "--cache-dir", cache)

@@ -42,7 +42,12 @@ if TYPE_CHECKING:
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # The modules whose code decides what `Facts` holds.
 _ANALYSER_MODULES = ("analyse.py", "syntax.py", "lines.py", "redis_lua.py")
-_STAMP_FORMAT = 2  # 2: sha256 of the payload, then the payload in marshal's format (1 was JSON)
+# 2: sha256 of the payload, then the payload in marshal's format (1 was JSON); 3: findings in
+# every output format, and invocations that record --quiet and --color.
+_STAMP_FORMAT = 3
+# What a stamp keeps of the findings: each --format's output, the text coloured too, and the
+# text format's summary line.
+FINDING_FORMATS = ("text", "color", "summary", "json", "github")
 
 
 def default_cache_dir() -> str:
@@ -257,7 +262,7 @@ def _stamp_shape(stamp: dict[Any, Any]) -> bool:
     return (
         isinstance(stamp.get("scripts"), int)
         and isinstance(findings, dict)
-        and all(isinstance(findings.get(k), str) for k in ("text", "json"))
+        and all(isinstance(findings.get(k), str) for k in FINDING_FORMATS)
         and isinstance(outputs, dict)
         and all(
             isinstance(d, str)
@@ -287,7 +292,16 @@ def stamp_build(
 # Invocations: a build that stamps records its command line (the working directory and the raw
 # arguments) in the default cache directory, where the console script finds it without parsing
 # anything: an identical command line names the same sources, output, cache and settings.
-_INVOCATION_FIELDS = ("src", "out", "out_text", "cache", "settings", "output_format")
+_INVOCATION_FIELDS = (
+    "src",
+    "out",
+    "out_text",
+    "cache",
+    "settings",
+    "output_format",
+    "quiet",  # "1" for --quiet, else ""
+    "color",  # --color as given: auto, always or never
+)
 
 
 def _invocation_path(cwd: str, argv: list[str]) -> str:

@@ -1,7 +1,8 @@
 """The `echomq-scripts` command line: parse options, run one pipeline call, print, exit.
 
 Exit codes: 0 clean (warnings allowed unless --strict), 1 findings or a failed run, 2 usage.
-Findings go to stderr as text, or to stdout as JSON with `--format json`.
+Findings go to stdout (text, JSON or GitHub annotations); a run that cannot go on says why in one
+line on stderr.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
 
 
-def _format_option(what: str) -> Callable[[F], F]:
-    """`--format text|json`, printing `what` (findings, changes, a report)."""
+def _format_option(what: str, *extra: str) -> Callable[[F], F]:
+    """`--format text|json` (and the `extra` formats), printing `what` (findings, changes, a
+    report)."""
     return click.option(
         "--format",
         "output_format",
-        type=click.Choice(["text", "json"]),
+        type=click.Choice(["text", "json", *extra]),
         default="text",
         show_default=True,
         help=f"How to print the {what}.",
@@ -56,7 +58,21 @@ def _source_options(func: F) -> F:
             metavar="CODE[,CODE...]",
             help="Drop the findings of these codes (repeatable), besides the project's 'ignore'.",
         ),
-        _format_option("findings"),
+        _format_option("findings", "github"),
+        click.option(
+            "-q",
+            "--quiet",
+            is_flag=True,
+            help="Print the findings only: no summary line, no 'wrote' line.",
+        ),
+        click.option(
+            "--color",
+            type=click.Choice(["auto", "always", "never"]),
+            default="auto",
+            show_default=True,
+            help="Colour the text findings; auto: when stdout is a terminal and NO_COLOR is"
+            " not set.",
+        ),
         click.option(
             "--cache-dir",
             type=click.Path(path_type=Path, file_okay=False),
@@ -104,6 +120,8 @@ def build(
     strict: bool | None,
     ignore: tuple[str, ...],
     output_format: str,
+    quiet: bool,
+    color: str,
     cache_dir: Path | None,
     no_cache: bool,
     out: Path | None,
@@ -128,6 +146,8 @@ def build(
         output_format=output_format,
         previous=previous,
         check_only=check_only,
+        quiet=quiet,
+        color=color,
         invocation=invocation if isinstance(invocation, tuple) else None,
         ignore=ignore,
     )
@@ -141,6 +161,8 @@ def check(
     strict: bool | None,
     ignore: tuple[str, ...],
     output_format: str,
+    quiet: bool,
+    color: str,
     cache_dir: Path | None,
     no_cache: bool,
 ) -> None:
@@ -152,7 +174,11 @@ def check(
     """
     from .build_command import run_check
 
-    sys.exit(_run(lambda: run_check(src, strict, cache_dir, no_cache, output_format, ignore)))
+    sys.exit(
+        _run(
+            lambda: run_check(src, strict, cache_dir, no_cache, output_format, quiet, color, ignore)
+        )
+    )
 
 
 @cli.command(name="diff")
