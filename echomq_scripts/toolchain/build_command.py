@@ -10,7 +10,7 @@ makes them usage errors, exit 2) before anything is printed.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,8 +51,8 @@ class UsageProblem(Exception):
 class BuildRequest:
     """`build`'s options as cli.py parsed them."""
 
-    src: Path
-    out: Path
+    src: Path | None  # None: the project's setting (config.py)
+    out: Path | None
     cache_dir: Path | None
     no_cache: bool
     strict: bool | None
@@ -64,13 +64,18 @@ class BuildRequest:
     # The console script's working directory and raw arguments: a build that stamps records
     # them, so that the identical command line is answered before click loads.
     invocation: tuple[str, tuple[str, ...]] | None = None
+    ignore: tuple[str, ...] = ()  # --ignore, as given
 
 
 def run_build(request: BuildRequest) -> int:
     """Check every script and (unless `check_only`) write the build; the exit code."""
-    root = cache_root(request.cache_dir, request.no_cache, request.src, request.out)
+    config = _config(request.src, request.strict, request.out, request.ignore)
+    # From here on the directories are settled: as typed, else from the project's settings.
+    request = replace(request, src=config.src, out=config.out)
+    src, out = config.src, config.out
+    root = cache_root(request.cache_dir, request.no_cache, src, out)
     # One read of the sources serves the up-to-date check and the build itself.
-    snapshot = take_snapshot(request.src) if request.src.is_dir() else None
+    snapshot = take_snapshot(src) if src.is_dir() else None
     digest = _stamp_digest(request, root, snapshot)
     if root is not None and digest is not None:
         stamp = replay_build(root, digest)
@@ -79,7 +84,7 @@ def run_build(request: BuildRequest) -> int:
             print_replay(stamp, {**_printing(request), "out_text": str(request.out)}, echo)
             _record_invocation(request, root)
             return 0
-    config, result = _run_pipeline(request, root, snapshot)
+    result = _run_pipeline(request, config, root, snapshot)
     findings = render(result.diagnostics)
     printing = _printing(request)
     # `build --check` writes nothing: it ends as `check` does.
@@ -103,19 +108,20 @@ def run_build(request: BuildRequest) -> int:
 
 
 def run_check(
-    src: Path,
+    src: Path | None,
     strict: bool | None,
     cache_dir: Path | None,
     no_cache: bool,
     output_format: str,
     quiet: bool = False,
     color: str = "auto",
+    ignore: tuple[str, ...] = (),
 ) -> int:
     """`echomq-scripts check`: every check of `build --check` but the generated package's."""
     from . import pipeline  # the checker and the parsers: only a run that checks loads them
 
-    root = cache_root(cache_dir, no_cache, src)
-    config = _config(src, strict)
+    config = _config(src, strict, None, ignore)
+    root = cache_root(cache_dir, no_cache, config.src)
     result = pipeline.check(config, AnalysisCache(root))
     printing = {"output_format": output_format, "quiet": "1" if quiet else "", "color": color}
     print_findings(render(result.diagnostics), printing, _clean_line(result))
@@ -143,7 +149,8 @@ def cache_root(cache_dir: Path | None, no_cache: bool, *trees: Path) -> Path | N
 
 def _settings(request: BuildRequest) -> str:
     """The command-line settings a build stamp depends on; findings quote --src as typed."""
-    return f"src={request.src}\0strict={request.strict}"
+    ignore = ",".join(sorted(request.ignore))
+    return f"src={request.src}\0strict={request.strict}\0ignore={ignore}"
 
 
 def _stamp_digest(
@@ -157,29 +164,32 @@ def _stamp_digest(
 
 
 def _digest(request: BuildRequest, snapshot: Snapshot) -> str:
+    assert request.src is not None, "settled by run_build"
+    assert request.out is not None, "settled by run_build"
     return build_digest(snapshot, request.src, request.out, _settings(request))
 
 
-def _config(src: Path, strict: bool | None) -> Config:
+def _config(
+    src: Path | None, strict: bool | None, out: Path | None, ignore: tuple[str, ...]
+) -> Config:
     try:
-        return load_config(src, strict)
+        return load_config(src, strict, out=out, ignore=ignore)
     except ConfigError as exc:
         raise UsageProblem(str(exc)) from None
 
 
 def _run_pipeline(
-    request: BuildRequest, root: Path | None, snapshot: Snapshot | None
-) -> tuple[Config, BuildResult]:
+    request: BuildRequest, config: Config, root: Path | None, snapshot: Snapshot | None
+) -> BuildResult:
     from . import pipeline
     from .release import load_manifest
 
-    config = _config(request.src, request.strict)
     cache = AnalysisCache(root)
     try:
         if request.check_only:
-            return config, pipeline.check(config, cache, snapshot)
+            return pipeline.check(config, cache, snapshot)
         previous = load_manifest(request.previous) if request.previous is not None else None
-        return config, pipeline.build(config, cache, request.out, snapshot, previous)
+        return pipeline.build(config, cache, config.out, snapshot, previous)
     except ConfigError as exc:
         raise UsageProblem(str(exc)) from None
 
@@ -215,7 +225,7 @@ def _stamp(
     # pyproject.toml was read again by the build: stamp only if it held still meanwhile.
     if _digest(request, snapshot) != digest:
         return
-    outputs: dict[StrPath, dict[str, bytes]] = {request.out: result.files}
+    outputs: dict[StrPath, dict[str, bytes]] = {config.out: result.files}
     if config.python_package is not None:
         outputs[config.python_package] = result.generated
     stamp_build(root, digest, outputs, {"findings": findings, "scripts": len(result.scripts)})
@@ -226,6 +236,8 @@ def _record_invocation(request: BuildRequest, root: Path) -> None:
     if request.invocation is None:
         return
     cwd, argv = request.invocation
+    assert request.src is not None, "settled by run_build"
+    assert request.out is not None, "settled by run_build"
     record = {
         # As typed, joined to the working directory: the replay resolves them afresh.
         "src": os.path.join(cwd, request.src),

@@ -6,11 +6,12 @@ installed parser packages: editing the analyser or upgrading a parser never serv
 result.
 
 Build stamps: after a successful `build`, a stamp records a digest of every input (each file
-under the source directory, the project's pyproject.toml, the command's settings, the tool's own
-code) and the sha256 of every file written. A later `build` with the same digest, whose output
-directory still holds exactly those files, replays the stamped findings and stops without
-loading the checker, the parsers or the emitter. Anything else (a changed byte anywhere, an
-edited or extra output file, a damaged stamp) takes the full path, which stamps again.
+under the source directory, every pyproject.toml the settings may come from, the command's
+settings, the tool's own code) and the sha256 of every file written. A later `build` with the
+same digest, whose output directory still holds exactly those files, replays the stamped
+findings and stops without loading the checker, the parsers or the emitter. Anything else (a
+changed byte anywhere, an edited or extra output file, a damaged stamp) takes the full path,
+which stamps again.
 
 Damaged or unreadable entries count as misses, and a cache that cannot be written only costs
 speed. This module is on the no-op rebuild's hot path, so it imports only light modules: os.path
@@ -179,14 +180,32 @@ def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) 
     real_src = os.path.realpath(src)
     for setting in (real_src, os.path.realpath(out), settings):
         add(setting.encode("utf-8", "surrogateescape"))  # a path need not be UTF-8
-    try:
-        add(_read(os.path.join(os.path.dirname(real_src), "pyproject.toml")))
-    except OSError:
-        add(b"\xff")  # none, or unreadable: load_config reports the latter
+    # The settings file is the first of these that config.py takes: every candidate counts.
+    for candidate in settings_candidates(real_src):
+        add(candidate.encode("utf-8", "surrogateescape"))
+        try:
+            add(b"=" + _read(candidate))
+        except OSError:
+            add(b"\xff")  # none, or unreadable: load_config reports the latter
     for name, data in snapshot.items():
         add(os.fsencode(name))  # the name's bytes, which need not be UTF-8 either
         add(b"\xff" if data is None else b"=" + data)
     return digest.hexdigest()
+
+
+def settings_candidates(real_src: str) -> list[str]:
+    """Every `pyproject.toml` that config.py's walks (up from the source directory, and up from
+    the working directory) may read."""
+    found: list[str] = []
+    for start in (real_src, os.getcwd()):
+        directory = start
+        while True:
+            found.append(os.path.join(directory, "pyproject.toml"))
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+    return found
 
 
 def inside(path: StrPath, tree: StrPath) -> bool:

@@ -42,14 +42,21 @@ def _source_options(func: F) -> F:
         click.option(
             "--src",
             type=click.Path(path_type=Path, file_okay=False),
-            default=Path("lua_src"),
-            show_default=True,
-            help="Directory holding the <name>-<N>.lua scripts.",
+            default=None,
+            help="Directory holding the <name>-<N>.lua scripts [default: the project's 'src'"
+            " setting, else lua_src].",
         ),
         click.option(
             "--strict/--no-strict",
             default=None,
             help="Treat warnings as errors (default: the project's 'strict' setting).",
+        ),
+        click.option(
+            "--ignore",
+            "ignore",
+            multiple=True,
+            metavar="CODE[,CODE...]",
+            help="Drop the findings of these codes (repeatable), besides the project's 'ignore'.",
         ),
         _format_option("findings", "github"),
         click.option(
@@ -90,9 +97,9 @@ def cli() -> None:
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("build"),
-    show_default=True,
-    help="Output directory, replaced as a whole on success.",
+    default=None,
+    help="Output directory, replaced as a whole on success [default: the project's 'out'"
+    " setting, else build].",
 )
 @click.option(
     "--previous",
@@ -109,14 +116,15 @@ def cli() -> None:
     " repository (not the --out directory) differs from what the sources give.",
 )
 def build(
-    src: Path,
+    src: Path | None,
     strict: bool | None,
+    ignore: tuple[str, ...],
     output_format: str,
     quiet: bool,
     color: str,
     cache_dir: Path | None,
     no_cache: bool,
-    out: Path,
+    out: Path | None,
     previous: Path | None,
     check_only: bool,
 ) -> None:
@@ -141,6 +149,7 @@ def build(
         quiet=quiet,
         color=color,
         invocation=invocation if isinstance(invocation, tuple) else None,
+        ignore=ignore,
     )
     sys.exit(_run(lambda: run_build(request)))
 
@@ -148,8 +157,9 @@ def build(
 @cli.command()
 @_source_options
 def check(
-    src: Path,
+    src: Path | None,
     strict: bool | None,
+    ignore: tuple[str, ...],
     output_format: str,
     quiet: bool,
     color: str,
@@ -164,7 +174,11 @@ def check(
     """
     from .build_command import run_check
 
-    sys.exit(_run(lambda: run_check(src, strict, cache_dir, no_cache, output_format, quiet, color)))
+    sys.exit(
+        _run(
+            lambda: run_check(src, strict, cache_dir, no_cache, output_format, quiet, color, ignore)
+        )
+    )
 
 
 @cli.command(name="diff")
@@ -243,18 +257,17 @@ def verify(url: str, release: Path, load: bool, output_format: str) -> None:
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("build"),
-    show_default=True,
-    help="The build directory to read.",
+    default=None,
+    help="The build directory to read [default: the project's 'out' setting, else build].",
 )
 @click.option(
     "--src",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("lua_src"),
-    show_default=True,
-    help="The source directory, to show the line's text.",
+    default=None,
+    help="The source directory, to show the line's text [default: the project's 'src'"
+    " setting, else lua_src].",
 )
-def explain(location: str, out: Path, src: Path) -> None:
+def explain(location: str, out: Path | None, src: Path | None) -> None:
     """Say which source file and line a line of a resolved script came from.
 
     \b
@@ -272,6 +285,11 @@ def explain(location: str, out: Path, src: Path) -> None:
     from .lines import split_lines
     from .release import ReleaseError, inside
 
+    if src is None or out is None:
+        from .config import project_dirs
+
+        project_src, project_out = _run(project_dirs)
+        src, out = src or project_src, out or project_out
     script = Path(script).name.removesuffix(".lua")
     map_path = out / "maps" / f"{script}.json"
     try:

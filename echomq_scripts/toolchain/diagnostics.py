@@ -54,6 +54,7 @@ CODES: Final[dict[str, str]] = {
     "code-unknown": "a returned or declared failure code is not in the closed table -1..-11",
     "unused-local": "a local variable is never read",
     "shadowed-local": "a local variable hides another of the same name",
+    "ignore-comment": "an '-- echomq: ignore[...]' comment is malformed or names a code it cannot",
 }
 
 

@@ -27,6 +27,7 @@ from .output import (
     write_outputs,
 )
 from .resolve import resolve
+from .rules import apply_rules
 from .snapshot import Snapshot
 from .sources import SourceTree
 
@@ -56,11 +57,14 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
     result = BuildResult()
     found: list[Diagnostic] = []
     options = CheckOptions(config.require_header, src_display=config.src.as_posix())
+    # The lines of every file read, where the ignore comments are (rules.py).
+    lines: dict[str, tuple[str, ...]] = {}
     for entry in tree.find_scripts():
         resolved, problems = resolve(tree, entry)
         found += problems
         if resolved is None:
             continue
+        lines.update((source.path, source.lines) for source in resolved.files)
         header, header_problems = parse_header(entry.path, resolved.files[0].lines)
         found += header_problems
         facts = cache.get(resolved.text)
@@ -75,6 +79,8 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
         )
         result.scripts.append(ScriptBuild(resolved, header, facts))
     found += tree.diagnostics
+    # After the cache, on every run: the rules change which findings count, never the facts.
+    found = apply_rules(found, config.rules, lines)
     # An include shared by several scripts reports its findings once.
     result.diagnostics = [
         replace(d, path=(config.src / d.path).as_posix()) for d in sorted(set(found))
