@@ -172,10 +172,8 @@ def _digest(request: BuildRequest, snapshot: Snapshot) -> str:
 def _config(
     src: Path | None, strict: bool | None, out: Path | None, ignore: tuple[str, ...]
 ) -> Config:
-    try:
-        return load_config(src, strict, out=out, ignore=ignore)
-    except ConfigError as exc:
-        raise UsageProblem(str(exc)) from None
+    # A ConfigError goes up as it is: the CLI reports a settings mistake without usage lines.
+    return load_config(src, strict, out=out, ignore=ignore)
 
 
 def _run_pipeline(
@@ -185,13 +183,10 @@ def _run_pipeline(
     from .release import load_manifest
 
     cache = AnalysisCache(root)
-    try:
-        if request.check_only:
-            return pipeline.check(config, cache, snapshot)
-        previous = load_manifest(request.previous) if request.previous is not None else None
-        return pipeline.build(config, cache, config.out, snapshot, previous)
-    except ConfigError as exc:
-        raise UsageProblem(str(exc)) from None
+    if request.check_only:
+        return pipeline.check(config, cache, snapshot)
+    previous = load_manifest(request.previous) if request.previous is not None else None
+    return pipeline.build(config, cache, config.out, snapshot, previous)
 
 
 def _report_stale_package(config: Config, result: BuildResult) -> int:

@@ -320,13 +320,23 @@ def explain(location: str, out: Path | None, src: Path | None) -> None:
     click.echo(f"{source_path.as_posix()}:{line}" + (f": {text}" if text else ""))
 
 
+class _SettingsError(click.ClickException):
+    """A mistake in the project's settings: exit 2 as a usage mistake, but without click's usage
+    lines, which would point at the command line when the file is at fault."""
+
+    exit_code = 2
+
+
 def _run(action: Callable[[], R]) -> R:
-    """`action()`, its mistakes as click reports them: usage errors exit 2, the rest 1."""
+    """`action()`, its mistakes as click reports them: usage and settings errors exit 2, the
+    rest 1."""
     from .build_command import UsageProblem
 
     try:
         return action()
-    except (ConfigError, UsageProblem) as exc:
+    except ConfigError as exc:
+        raise _SettingsError(str(exc)) from None
+    except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
     except EchoMQScriptsError as exc:
         raise click.ClickException(str(exc)) from None
