@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from echomq_scripts.toolchain.resolve import resolve
+from echomq_scripts.toolchain.resolve import IncludeSite, resolve
 from echomq_scripts.toolchain.sources import SourceTree
+from tests.support.golden import check_output
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -119,3 +121,121 @@ def test_an_include_linked_to_nothing_is_reported_as_unreadable(tmp_path: Path) 
         "includes/gone.lua:1:1: error: cannot read the file: it is a broken symbolic link"
         " [read-error]"
     ]
+
+
+def check(project: Path) -> tuple[int, list[str]]:
+    """Exit code and finding lines of `check` in `project` (a traceback has none)."""
+    code, output = check_output(project)
+    return code, [line for line in output.splitlines() if line.endswith("]")]
+
+
+def test_an_include_through_a_loop_of_links_is_a_finding_on_its_directive(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path / "lua_src",
+        {
+            "own-0.lua": '--- @include "includes/loop"\nreturn 1\n',
+            "dir-0.lua": 'return 1\n--- @include "includes/cycle/x"\n',
+        },
+    )
+    includes = tmp_path / "lua_src" / "includes"
+    includes.mkdir()
+    (includes / "loop.lua").symlink_to("loop.lua")  # a link to itself
+    (includes / "cycle").symlink_to("cycle")  # a directory link to itself
+    (tmp_path / "lua_src" / "self-0.lua").symlink_to("self-0.lua")  # a script that is one
+    assert check(tmp_path) == (
+        1,
+        [
+            "lua_src/dir-0.lua:2:14: error: included file 'includes/cycle/x.lua' cannot be"
+            " reached: its path runs into a loop of symbolic links [include-missing]",
+            "lua_src/own-0.lua:1:14: error: included file 'includes/loop.lua' cannot be"
+            " reached: its path runs into a loop of symbolic links [include-missing]",
+            "lua_src/self-0.lua:1:1: error: cannot read the file: it is a loop of symbolic links"
+            " [read-error]",
+        ],
+    )
+
+
+def test_an_include_path_too_long_for_the_file_system_is_a_finding(tmp_path: Path) -> None:
+    long = "a" * 256  # one byte more than a file name may have (ENAMETOOLONG)
+    write(tmp_path / "lua_src", {"long-0.lua": f'--- @include "includes/{long}"\nreturn 1\n'})
+    (tmp_path / "lua_src" / "includes").mkdir()
+    assert check(tmp_path) == (
+        1,
+        [
+            f"lua_src/long-0.lua:1:14: error: included file 'includes/{long}.lua' cannot exist:"
+            " its path is longer than the file system allows [include-missing]"
+        ],
+    )
+
+
+def chain(root: Path, depth: int) -> None:
+    """A script including a1, which includes a2, ... which includes a<depth>: each adds a field
+    to one table, as a local each would pass Lua's limit of 200 locals."""
+    files = {"deep-0.lua": '--- @include "includes/a1"\nreturn t.f1()\n'}
+    for i in range(1, depth):
+        files[f"includes/a{i}.lua"] = (
+            f'--- @include "a{i + 1}"\nt.f{i} = function() return t.f{i + 1}() end\n'
+        )
+    files[f"includes/a{depth}.lua"] = f"local t = {{}}\nt.f{depth} = function() return 1 end\n"
+    write(root, files)
+
+
+def test_a_chain_of_ten_thousand_includes_resolves(tmp_path: Path) -> None:
+    chain(tmp_path, 10_000)
+    tree = SourceTree(tmp_path)
+    resolved, problems = resolve(tree, tree.find_scripts()[0])
+    assert problems == []
+    assert resolved is not None
+    assert resolved.text.splitlines()[:2] == [
+        "local t = {}",
+        "t.f10000 = function() return 1 end",
+    ]
+    assert resolved.origin(2) == ("includes/a9999.lua", 2)
+    assert resolved.include_sites["includes/a10000.lua"] == IncludeSite("includes/a9999.lua", 1, 14)
+
+
+def test_a_chain_of_a_thousand_includes_checks_clean(tmp_path: Path) -> None:
+    chain(tmp_path / "lua_src", 1000)
+    assert check(tmp_path) == (
+        0,
+        [
+            "lua_src/deep-0.lua:1:1: warning: script has no header (see docs/authoring.md)"
+            " [header-missing]"
+        ],
+    )
+
+
+def test_an_include_a_thousand_directories_deep_is_found(tmp_path: Path) -> None:
+    # Made and removed a level at a time: a path this long passes the limit on a path's length,
+    # and shutil.rmtree (as pytest's clean-up) recurses once per level as os.walk did.
+    depth = 1100
+    here = tmp_path / "lua_src" / "includes"
+    here.mkdir(parents=True)
+    previous = Path.cwd()
+    os.chdir(here)
+    for _ in range(depth):
+        os.mkdir("d")
+        os.chdir("d")
+    Path("x.lua").write_text("local function x() return 1 end\n")
+    os.chdir(previous)
+    deep = "/".join(["d"] * depth)
+    write(tmp_path / "lua_src", {"far-0.lua": f'--- @include "includes/{deep}/x"\nreturn x()\n'})
+    try:
+        assert check(tmp_path) == (
+            0,
+            [
+                "lua_src/far-0.lua:1:1: warning: script has no header (see docs/authoring.md)"
+                " [header-missing]"
+            ],
+        )
+    finally:
+        os.chdir(here)
+        for _ in range(depth):
+            os.chdir("d")
+        os.remove("x.lua")
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d")
+        os.chdir(previous)
