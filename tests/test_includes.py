@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from echomq_scripts.toolchain.diagnostics import Diagnostic
+from echomq_scripts.toolchain.pipeline import include_syntax
 from echomq_scripts.toolchain.resolve import IncludeSite, resolve
 from echomq_scripts.toolchain.sources import SourceTree
+from tests.support.environment import REPO
 from tests.support.golden import check_output
 
 
@@ -239,3 +242,55 @@ def test_an_include_a_thousand_directories_deep_is_found(tmp_path: Path) -> None
             os.chdir("..")
             os.rmdir("d")
         os.chdir(previous)
+
+
+def test_an_include_that_does_not_compile_is_reported_once_at_its_own_line(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path / "lua_src",
+        {
+            "se-1.lua": '--- @include "includes/broken"\nreturn redis.call("GET", KEYS[1])\n',
+            "other-0.lua": (
+                '--- @include "includes/broken"\n--- @include "includes/open"\nreturn 2\n'
+            ),
+            "includes/broken.lua": "local function broken()\n  return 1\nend\nlocal y = (\n",
+            "includes/open.lua": "local function open(x)\n  if x then\n    return 1\nend\n",
+        },
+    )
+    # Lua alone would name the includer's next line (`se-1.lua:2:1: unexpected symbol near
+    # 'return'`), and its "at line" the resolved script's line.
+    assert check(tmp_path) == (
+        1,
+        [
+            "lua_src/includes/broken.lua:4:12: error: unexpected symbol near '<eof>' [syntax]",
+            "lua_src/includes/open.lua:4:4: error: 'end' expected (to close 'function' at line 1)"
+            " near '<eof>' [syntax]",
+        ],
+    )
+
+
+def test_an_include_that_compiles_alone_but_not_in_its_script_is_mapped(tmp_path: Path) -> None:
+    write(
+        tmp_path / "lua_src",
+        {
+            "early-0.lua": '--- @include "includes/returns"\nreturn 2\n',
+            "includes/returns.lua": "local function one()\n  return 1\nend\nreturn one()\n",
+        },
+    )
+    # A `return` must end its block: fine at the end of the include, not before the script.
+    assert check(tmp_path) == (
+        1,
+        ["lua_src/early-0.lua:2:1: error: '<eof>' expected near 'return' [syntax]"],
+    )
+
+
+def test_every_include_of_this_repository_compiles_alone() -> None:
+    tree = SourceTree(REPO / "lua_src")
+    includes = sorted(name for name in tree.snapshot if name.startswith("includes/"))
+    assert len(includes) > 50
+    verdicts: dict[str, Diagnostic | None] = {}
+    for name in includes:
+        source = tree.read(name)
+        assert source is not None
+        assert include_syntax(source, verdicts) is None, name
