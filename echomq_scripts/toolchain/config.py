@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError
+from .snapshot import NotRegularFile, read_regular
 
 _KNOWN_KEYS = {"require-header", "strict", "version", "python-package", "python-module"}
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -48,9 +49,15 @@ def load_config(src: Path, strict: bool | None = None) -> Config:
     pyproject = src.resolve().parent / "pyproject.toml"
     table: dict[str, object] = {}
     project_version = "0.0.0"
-    if pyproject.is_file():
+    # exists(), not is_file(): a named pipe or a directory there is refused (read_regular never
+    # opens one, which for a pipe would wait forever), not taken for no settings.
+    if pyproject.exists():
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_regular(str(pyproject), str(pyproject)).decode("utf-8"))
+        except NotRegularFile as exc:
+            raise ConfigError(
+                f"{pyproject}: cannot read: it is {exc.kind}, not a regular file"
+            ) from None
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{pyproject}: cannot read: {exc}") from None
         table = _table(pyproject, _table(pyproject, data, "tool"), "echomq-scripts")
