@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from jinja2.bccache import bc_magic
 
 from tests.support.projects import copy_fixture
 
@@ -48,22 +49,53 @@ def test_a_named_pipe_as_pyproject_toml_is_refused(tmp_path: Path) -> None:
     assert not (project / "build").exists()
 
 
-def test_named_pipes_in_the_cache_are_misses(tmp_path: Path) -> None:
+def cached_build(tmp_path: Path) -> tuple[Path, Path, list[Path]]:
+    """A project with a generated package, built once with a cache: the project, the cache, and
+    the cache's entries (analysis, build stamp, command-line record, compiled templates)."""
     project = copy_fixture("clean", tmp_path)
+    (project / "pyproject.toml").write_text(
+        '[tool.echomq-scripts]\npython-package = "clean_pkg/generated"\n'
+    )
     cache = tmp_path / "cache"
     first = run(project, "build", cache=cache)
-    assert first.returncode == 0
-    assert first.stdout == "wrote build (1 script, 1 analysed, 0 from cache)\n"
-    # Every entry (analysis, build stamp, command-line record) becomes a pipe of its name.
-    entries = [path for path in cache.rglob("*") if path.is_file()]
-    assert len(entries) >= 3
+    assert (first.returncode, first.stdout) == (
+        0,
+        "wrote build (1 script, 1 analysed, 0 from cache)\n",
+    )
+    entries = sorted(path for path in cache.rglob("*") if path.is_file())
+    folders = {path.relative_to(cache).parts[0] for path in entries}
+    assert folders >= {"builds", "invocations", "templates"}
+    return project, cache, entries
+
+
+def test_named_pipes_in_the_cache_are_misses(tmp_path: Path) -> None:
+    project, cache, entries = cached_build(tmp_path)
     for path in entries:
         path.unlink()
-        os.mkfifo(path)
+        os.mkfifo(path)  # the same name, so the build looks for it
+    # So that the package is rendered again, which reads the compiled templates.
+    (project / "clean_pkg" / "generated" / "scripts.py").unlink()
     again = run(project, "build", cache=cache)
     assert (again.returncode, again.stdout, again.stderr) == (
         0,
-        "up to date: build (1 script, 1 analysed, 0 from cache)\n",
+        "wrote build (1 script, 1 analysed, 0 from cache)\n",
+        "",
+    )
+
+
+def test_damaged_compiled_templates_are_misses(tmp_path: Path) -> None:
+    project, cache, entries = cached_build(tmp_path)
+    for path in entries:
+        if path.parent.name == "templates":
+            # Jinja's header, so the entry is read on, then what no unpickling survives.
+            path.write_bytes(bc_magic + b"\x80\x04\x95garbage" + bytes(range(256)))
+        else:
+            path.unlink()  # so that the build renders the package again
+    (project / "clean_pkg" / "generated" / "scripts.py").unlink()
+    again = run(project, "build", cache=cache)
+    assert (again.returncode, again.stdout, again.stderr) == (
+        0,
+        "wrote build (1 script, 1 analysed, 0 from cache)\n",
         "",
     )
 
