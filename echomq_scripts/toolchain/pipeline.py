@@ -18,6 +18,7 @@ from .diagnostics import Diagnostic, Severity, has_failures
 from .errors import ConfigError
 from .header import parse_header
 from .manifest import ScriptBuild, manifest, to_json_bytes
+from .naming import script_clashes
 from .output import (
     BUILD_DIRECTORY,
     Target,
@@ -87,12 +88,30 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
             code_findings = broken or code_findings
         found += code_findings
         result.scripts.append(ScriptBuild(resolved, header, facts))
+    found += _name_clashes(result.scripts)
     found += tree.diagnostics
     # An include shared by several scripts reports its findings once.
     result.diagnostics = [
         replace(d, path=(config.src / d.path).as_posix()) for d in sorted(set(found))
     ]
     return result
+
+
+def _name_clashes(scripts: list[ScriptBuild]) -> list[Diagnostic]:
+    """The scripts whose generated Python names meet another script's (naming.script_clashes),
+    checked whether or not the project generates a package, as header-names is: the names are
+    the scripts' interface."""
+    found = []
+    headers = [(s.resolved.entry.name, s.resolved.entry.path, s.header) for s in scripts]
+    for index, slot, code, message in script_clashes(headers):
+        path = scripts[index].resolved.entry.path
+        line, col = 1, 1
+        if slot is not None:
+            # At the name in its header line, as every header-names finding.
+            text = scripts[index].resolved.files[0].lines[slot.line - 1]
+            line, col = slot.line, max(text.find(" " + slot.name) + 2, 1)
+        found.append(Diagnostic(path, line, col, Severity.ERROR, code, message))
+    return found
 
 
 def include_syntax(source: SourceFile, verdicts: dict[str, Diagnostic | None]) -> Diagnostic | None:
