@@ -151,11 +151,13 @@ def test_an_include_through_a_loop_of_links_is_a_finding_on_its_directive(
         1,
         [
             "lua_src/dir-0.lua:2:14: error: included file 'includes/cycle/x.lua' cannot be"
-            " reached: its path runs into a loop of symbolic links [include-missing]",
+            " reached: its path runs into a loop of symbolic links, or too long a chain of them"
+            " [include-missing]",
             "lua_src/own-0.lua:1:14: error: included file 'includes/loop.lua' cannot be"
-            " reached: its path runs into a loop of symbolic links [include-missing]",
-            "lua_src/self-0.lua:1:1: error: cannot read the file: it is a loop of symbolic links"
-            " [read-error]",
+            " reached: its path runs into a loop of symbolic links, or too long a chain of them"
+            " [include-missing]",
+            "lua_src/self-0.lua:1:1: error: cannot read the file: it is a loop of symbolic links,"
+            " or too long a chain of them [read-error]",
         ],
     )
 
@@ -294,3 +296,25 @@ def test_every_include_of_this_repository_compiles_alone() -> None:
         source = tree.read(name)
         assert source is not None
         assert include_syntax(source, verdicts) is None, name
+
+
+def test_a_chain_of_links_longer_than_the_system_follows_is_a_finding(tmp_path: Path) -> None:
+    # The system follows 40 links and then fails (ELOOP); os.path.realpath, asked first, would
+    # recurse once per link and raise RecursionError.
+    includes = tmp_path / "lua_src" / "includes"
+    includes.mkdir(parents=True)
+    (includes / "l1100.lua").write_text("local function x() return 1 end\n")
+    for i in range(1099, 0, -1):
+        (includes / f"l{i}.lua").symlink_to(f"l{i + 1}.lua")
+    write(tmp_path / "lua_src", {"chain-0.lua": '--- @include "includes/l1"\nreturn x()\n'})
+    (tmp_path / "lua_src" / "linked-0.lua").symlink_to("includes/l1.lua")
+    assert check(tmp_path) == (
+        1,
+        [
+            "lua_src/chain-0.lua:1:14: error: included file 'includes/l1.lua' cannot be reached:"
+            " its path runs into a loop of symbolic links, or too long a chain of them"
+            " [include-missing]",
+            "lua_src/linked-0.lua:1:1: error: cannot read the file: it is a loop of symbolic"
+            " links, or too long a chain of them [read-error]",
+        ],
+    )

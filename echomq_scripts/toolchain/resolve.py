@@ -201,7 +201,10 @@ def _unreachable(path: Path, error: OSError) -> tuple[str, str] | None:
     if error.errno in (errno.ENOENT, errno.ENOTDIR):
         return "include-missing", "not found"
     if error.errno == errno.ELOOP:
-        return "include-missing", "cannot be reached: its path runs into a loop of symbolic links"
+        return "include-missing", (
+            "cannot be reached: its path runs into a loop of symbolic links, or too long a"
+            " chain of them"
+        )
     if error.errno == errno.ENAMETOOLONG:
         return "include-missing", "cannot exist: its path is longer than the file system allows"
     return "read-error", f"cannot be read: {error.strerror or error}"

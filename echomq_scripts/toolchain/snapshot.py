@@ -135,12 +135,17 @@ def take_snapshot(root: StrPath) -> Snapshot:
             # must be reported, not silently left out (and its coming or going must change the
             # build's digest).
             data = None
-            link = os.path.islink(path)
-            if (os.path.realpath(path) if link else os.path.join(real, name)).startswith(inside):
-                try:
+            try:
+                link = os.path.islink(path)
+                if link:
+                    # Links the system will not follow (a loop, or a chain of more than 40:
+                    # ELOOP) never reach realpath, which recurses once per link.
+                    os.stat(path)
+                real_path = os.path.realpath(path) if link else os.path.join(real, name)
+                if real_path.startswith(inside):
                     data = read_regular(path, rel)
-                except OSError:
-                    data = None
+            except OSError:
+                data = None
             files[rel] = data
     return files
 

@@ -152,7 +152,10 @@ class SourceTree:
             mode = os.stat(path).st_mode
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                return "cannot read the file: it is a loop of symbolic links"
+                return (
+                    "cannot read the file: it is a loop of symbolic links, or too long a chain"
+                    " of them"
+                )
             if path.is_symlink() and exc.errno == errno.ENOENT:
                 return "cannot read the file: it is a broken symbolic link"
             return "cannot read the file"
@@ -162,8 +165,14 @@ class SourceTree:
 
     def contains(self, path: Path) -> bool:
         """True when `path`, with symlinks followed, lies inside the source root."""
-        # os.path.realpath, not Path.resolve: a loop of links is not inside anything, and must
-        # not raise (Path.resolve raises RuntimeError on one).
+        try:
+            os.stat(path)
+        except OSError as exc:
+            # Links the system will not follow (a loop, or a chain of more than 40) lead
+            # nowhere, so not out of the root; and os.path.realpath recurses once per link.
+            if exc.errno == errno.ELOOP:
+                return True
+        # os.path.realpath, not Path.resolve, which raises RuntimeError on a loop of links.
         return Path(os.path.realpath(path)).is_relative_to(self._real_root)
 
     def has(self, rel: str) -> bool:
