@@ -13,10 +13,11 @@ findings and stops without loading the checker, the parsers or the emitter. Anyt
 changed byte anywhere, an edited or extra output file, a damaged stamp) takes the full path,
 which stamps again.
 
-Damaged or unreadable entries count as misses, and a cache that cannot be written only costs
-speed. This module is on the no-op rebuild's hot path, so it imports only light modules: os.path
-rather than pathlib, and stamps in `marshal`'s format rather than JSON, which together spare that
-path the imports of pathlib, json and re (about half of what it imported).
+Damaged or unreadable entries, and entries that are not regular files, count as misses, and a
+cache that cannot be written only costs speed. This module is on the no-op rebuild's hot path, so
+it imports only light modules: os.path rather than pathlib, and stamps in `marshal`'s format
+rather than JSON, which together spare that path the imports of pathlib, json and re (about half
+of what it imported).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import os
 import sys
 
 from .errors import ConfigError
-from .snapshot import Snapshot, read_tree
+from .snapshot import Snapshot, read_regular, read_tree
 
 # Not typing.TYPE_CHECKING: importing typing would cost the no-op rebuild about 5 ms, and the
 # annotations below are only strings (from __future__ import annotations). mypy reads a
@@ -68,8 +69,10 @@ def default_cache_dir() -> str:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
+    # Anything but a regular file (a named pipe in the cache, or as pyproject.toml, would block
+    # the read forever) is refused unopened: NotRegularFile, an OSError, which every reader here
+    # takes for a miss.
+    return read_regular(path, path)
 
 
 # Per process: the tool's code and the installed parsers do not change while it runs, and a

@@ -283,7 +283,7 @@ def explain(location: str, out: Path | None, src: Path | None) -> None:
     line_number = int(digits) if len(digits) <= 18 else sys.maxsize
     from ..runtime.linemap import LineMap
     from .lines import split_lines
-    from .release import ReleaseError, inside
+    from .release import ReleaseError, inside, read_file
 
     if src is None or out is None:
         from .config import project_dirs
@@ -293,7 +293,10 @@ def explain(location: str, out: Path | None, src: Path | None) -> None:
     script = Path(script).name.removesuffix(".lua")
     map_path = out / "maps" / f"{script}.json"
     try:
-        line_map = LineMap.load(map_path)
+        # read_file, as every file of a release: a named pipe is refused, not waited on.
+        line_map = LineMap.parse(read_file(map_path))
+    except ReleaseError as exc:
+        raise click.ClickException(str(exc)) from None
     except FileNotFoundError:
         raise click.ClickException(
             f"{map_path}: no line map for '{script}' (run 'echomq-scripts build' first)"
@@ -314,8 +317,8 @@ def explain(location: str, out: Path | None, src: Path | None) -> None:
     except ReleaseError as exc:
         raise click.ClickException(f"{map_path}: {exc}") from None
     try:
-        text = split_lines(source_path.read_bytes().decode("utf-8"))[line - 1].strip()
-    except (OSError, IndexError, UnicodeDecodeError):
+        text = split_lines(read_file(source_path).decode("utf-8"))[line - 1].strip()
+    except (OSError, ReleaseError, IndexError, UnicodeDecodeError):
         text = ""  # the sources are optional: the map alone answers the question
     click.echo(f"{source_path.as_posix()}:{line}" + (f": {text}" if text else ""))
 

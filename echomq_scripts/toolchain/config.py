@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .errors import ConfigError
 from .rules import RuleError, Rules, checked_codes
+from .snapshot import NotRegularFile, read_regular
 
 _KNOWN_KEYS = {
     "require-header",
@@ -65,7 +66,9 @@ def find_settings(start: Path) -> tuple[Path, dict[str, object]] | None:
     first: tuple[Path, dict[str, object]] | None = None
     for directory in (start, *start.parents):
         candidate = directory / SETTINGS_FILE
-        if not candidate.is_file():
+        # exists(), not is_file(): a named pipe or a directory there is refused (_read_toml),
+        # not taken for no settings.
+        if not candidate.exists():
             continue
         data = _read_toml(candidate)
         if "echomq-scripts" in _table(candidate, data, "tool"):
@@ -191,10 +194,16 @@ def load_config(
 
 
 def _read_toml(path: Path) -> dict[str, object]:
+    # read_regular never opens a named pipe, which would wait forever.
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_regular(str(path), str(path)).decode("utf-8"))
+    except NotRegularFile as exc:
+        raise ConfigError(f"{path}: cannot read: it is {exc.kind}, not a regular file") from None
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise ConfigError(f"{path}: cannot read: its values nest too deeply") from None
 
 
 def _shown(path: Path, cwd: Path) -> Path:

@@ -22,7 +22,7 @@ class Severity(enum.StrEnum):
 # Every finding code, with the one-line meaning that `docs/checks.md` expands on.
 CODES: Final[dict[str, str]] = {
     "bad-filename": "a script file is not named <name>-<N>.lua, or a .lua file's name is not UTF-8",
-    "duplicate-script": "two script files share one script name",
+    "duplicate-script": "two script files share one script name, or one Python name",
     "keys-limit": "a script file's name declares more KEYS than the limit of 1024",
     "argv-limit": "a script without a header reads ARGV past the limit of 1024",
     "encoding": "a source file is not valid UTF-8",
