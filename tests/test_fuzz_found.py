@@ -1,0 +1,127 @@
+"""What the fuzz test (tests/test_fuzz.py) found, each crash as one small example.
+
+A test marked xfail is a crash that another part of issue 16 fixes: strict, so it fails (and
+its mark must go) once the fix is in.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from echomq_scripts.toolchain.cli import cli
+from tests.support.environment import REPO
+
+GOOD = (
+    "--- Reads a field of a job's hash.\n"
+    "--- @key job  the job hash\n"
+    "--- @arg field  string  the field\n"
+    "--- @return string  the field's value\n"
+    "return redis.call('HGET', KEYS[1], ARGV[1])\n"
+)
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def run(project: Path, *args: str) -> tuple[int, str]:
+    """`echomq-scripts ARGS` in-process in `project`: the exit code and what it printed; an
+    exception other than the exit fails the test with its traceback."""
+    previous = Path.cwd()
+    os.chdir(project)
+    try:
+        result = CliRunner().invoke(cli, list(args))
+    finally:
+        os.chdir(previous)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        assert result.exc_info is not None
+        lines = traceback.format_exception(*result.exc_info)
+        pytest.fail("".join([*lines[:3], "...\n", *lines[-3:]]))
+    assert result.exit_code in (0, 1, 2)
+    return result.exit_code, result.stdout + result.stderr
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("ECHOMQ_SCRIPTS_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = tmp_path / "project"
+    write(root, {"lua_src/getField-1.lua": GOOD})
+    return root
+
+
+# -- fixed elsewhere in issue 16 -----------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 16: a script that is a symlink to itself raises RuntimeError (symlink loop)"
+    " in SourceTree.contains; owned by H-includes (sources.py)",
+)
+def test_a_script_linked_to_itself(project: Path) -> None:
+    (project / "lua_src" / "self-1.lua").symlink_to("self-1.lua")
+    code, output = run(project, "build", "--no-cache")
+    assert code == 1
+    assert "self-1.lua:1:1: error:" in output
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 16: including a symlink to itself raises RuntimeError (symlink loop) in"
+    " SourceTree.contains from resolve; owned by H-includes (resolve.py/sources.py)",
+)
+def test_an_include_linked_to_itself(project: Path) -> None:
+    write(project, {"lua_src/inc-1.lua": '--- @include "includes/loop"\nreturn KEYS[1]\n'})
+    (project / "lua_src" / "includes").mkdir()
+    (project / "lua_src" / "includes" / "loop.lua").symlink_to("loop.lua")
+    code, output = run(project, "check", "--no-cache")
+    assert code == 1
+    assert "inc-1.lua:1:" in output
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 16: RecursionError in analyse's walk on a chain of 1,000 calls f()()...;"
+    " owned by H-analyse (analyse.py)",
+)
+def test_a_long_call_chain(project: Path) -> None:
+    write(
+        project,
+        {
+            "lua_src/calls-0.lua": "local function f() return f end\nreturn f"
+            + "()" * 1000
+            + " and 1\n"
+        },
+    )
+    code, _ = run(project, "check", "--no-cache")
+    assert code in (0, 1)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 16: a named pipe as pyproject.toml hangs a cached build (cache.build_digest"
+    " opens it to read); owned by H-includes (FIFOs in pyproject)",
+)
+def test_a_named_pipe_as_pyproject_does_not_hang_a_cached_build(project: Path) -> None:
+    os.mkfifo(project / "pyproject.toml")
+    env = dict(os.environ, XDG_CACHE_HOME=str(project.parent / "xdg"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-m", "echomq_scripts", "build"]
+    command += ["--cache-dir", str(project.parent / "cache")]
+    try:
+        done = subprocess.run(command, cwd=project, capture_output=True, timeout=15, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("hung")
+    assert done.returncode in (0, 1, 2)
+    assert b"Traceback" not in done.stderr
