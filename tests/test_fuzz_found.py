@@ -1,7 +1,7 @@
 """What the fuzz test (tests/test_fuzz.py) found, each crash as one small example.
 
 A test marked xfail is a crash that another part of issue 16 fixes: strict, so it fails (and
-its mark must go) once the fix is in.
+its mark must go) once the fix is in. The rest were fixed with the test.
 """
 
 from __future__ import annotations
@@ -59,6 +59,28 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "project"
     write(root, {"lua_src/getField-1.lua": GOOD})
     return root
+
+
+# -- fixed ---------------------------------------------------------------------------------------
+
+
+def test_out_a_link_to_itself_is_one_error(project: Path) -> None:
+    """`--out` a symbolic link to itself: Path.resolve() raised RuntimeError in pipeline.build."""
+    (project / "build").symlink_to("build")
+    code, output = run(project, "build", "--no-cache")
+    assert code == 1
+    assert "--out build: cannot follow its symbolic links" in output
+    assert os.readlink(project / "build") == "build"
+
+
+def test_python_package_through_a_link_loop_is_one_error(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.echomq-scripts]\npython-package = "gen"\n')
+    (project / "gen").symlink_to("gen")
+    code, output = run(project, "build", "--no-cache")
+    assert code == 1
+    assert "python-package" in output
+    assert "cannot follow its symbolic links" in output
+    assert not (project / "build").exists()
 
 
 # -- fixed elsewhere in issue 16 -----------------------------------------------------------------
