@@ -147,3 +147,16 @@ def test_a_named_pipe_as_pyproject_does_not_hang_a_cached_build(project: Path) -
         pytest.fail("hung")
     assert done.returncode in (0, 1, 2)
     assert b"Traceback" not in done.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 16: an include path with a component over 255 bytes raises OSError (File name"
+    " too long) from the resolver; owned by H-includes (resolve.py/sources.py)",
+)
+def test_an_include_path_component_over_255_bytes(project: Path) -> None:
+    write(project, {"lua_src/inc-1.lua": f'--- @include "includes/{"x" * 300}"\nreturn KEYS[1]\n'})
+    (project / "lua_src" / "includes").mkdir()  # else "includes" is missing, not too long
+    code, output = run(project, "check", "--no-cache")
+    assert code == 1
+    assert "inc-1.lua:1:" in output
