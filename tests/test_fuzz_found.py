@@ -83,6 +83,13 @@ def test_python_package_through_a_link_loop_is_one_error(project: Path) -> None:
     assert not (project / "build").exists()
 
 
+def test_out_with_a_name_over_255_bytes_is_one_error(project: Path) -> None:
+    """`--out` named by a component over 255 bytes: OSError from Path.exists in output.py."""
+    code, output = run(project, "build", "--no-cache", "--out", "b" * 300)
+    assert code == 1
+    assert "cannot be an output directory: File name too long" in output
+
+
 # -- fixed elsewhere in issue 16 -----------------------------------------------------------------
 
 

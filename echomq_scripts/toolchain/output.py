@@ -87,7 +87,11 @@ BUILD_DIRECTORY: Ownership = (
 
 def current_files(out: Path, ownership: Ownership) -> dict[str, bytes] | None:
     """The files now in `out`, or None when it does not exist; refuses a directory not ours."""
-    if not out.exists():
+    try:
+        exists = out.exists()
+    except OSError as exc:  # a name too long, say: no build is there, and none can be written
+        raise OutputError(f"{out}: cannot be an output directory: {exc.strerror}") from None
+    if not exists:
         return None
     if not out.is_dir():
         raise OutputError(f"{out}: exists and is not a directory")
