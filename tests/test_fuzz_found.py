@@ -167,3 +167,15 @@ def test_an_include_path_component_over_255_bytes(project: Path) -> None:
     code, output = run(project, "check", "--no-cache")
     assert code == 1
     assert "inc-1.lua:1:" in output
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 16: a pyproject.toml with an array nested 1,000 deep raises RecursionError from"
+    " tomllib in load_config (it catches TOMLDecodeError only); owned by H-cli (config.py)",
+)
+def test_a_deeply_nested_pyproject(project: Path) -> None:
+    (project / "pyproject.toml").write_text("x = " + "[" * 1000 + "]" * 1000 + "\n")
+    code, output = run(project, "check", "--no-cache")
+    assert code == 2
+    assert "pyproject.toml" in output
