@@ -588,6 +588,8 @@ def large_files(draw: st.DrawFn, scale: Scale) -> Project:
                 "blocks",
                 "locals",
                 "functions",
+                "index",
+                "unary",
             ]
         )
     )
@@ -619,6 +621,10 @@ def large_files(draw: st.DrawFn, scale: Scale) -> Project:
         body = b"do " * n + b"local x = 1 " + b"end " * n + b"\nreturn 1\n"
     elif kind == "locals":
         body = b"".join(b"local v%d = %d\n" % (i, i) for i in range(n)) + b"return v0\n"
+    elif kind == "index":
+        body = b"local t = {}\nreturn t" + b"[1]" * n + b"\n"
+    elif kind == "unary":
+        body = b"return " + draw(st.sampled_from([b"not ", b"- ", b"#"])) * n + b"1\n"
     else:
         body = b"return " + b"(function() return " * n + b"1" + b" end)()" * n + b"\n"
     keys = b"local k = KEYS[1]\n" if draw(st.booleans()) else b""
