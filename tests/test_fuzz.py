@@ -53,11 +53,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import click
 import hypothesis.strategies as st
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
 
+from echomq_scripts.toolchain import entry
 from echomq_scripts.toolchain.cli import cli
 from echomq_scripts.toolchain.diagnostics import CODES
 from tests.support.environment import REPO
@@ -139,7 +141,8 @@ class Project:
     strict: str | None = None  # "--strict", "--no-strict" or None
     out: str = "previous"
     cache: bool = False  # --cache-dir (outside the project) instead of --no-cache
-    damage: tuple[int, int, bytes] | None = field(default=None)  # cache-damage: (file, at, bytes)
+    # cache-damage: whether in the output (else the cache), which file, where, what bytes
+    damage: tuple[bool, int, int, bytes] | None = field(default=None)
 
     @property
     def hangs(self) -> bool:
@@ -876,6 +879,7 @@ def cache_damage(draw: st.DrawFn, scale: Scale) -> Project:
     base = draw(st.sampled_from([mutated_real, broken_headers, random_bytes, output_paths]))
     project = draw(base(scale))
     damage = (
+        draw(st.booleans()),
         draw(st.integers(0, 1000)),
         draw(st.integers(0, 100_000)),
         draw(
@@ -912,11 +916,23 @@ class Run:
     crash: str  # what escaped, if anything: a traceback or the hang
 
 
-def run_in_process(args: list[str], cwd: Path) -> Run:
+@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def console_command(args: tuple[str, ...]) -> None:
+    """The console script (entry.py: a recorded build answered before click loads), in-process."""
+    saved = sys.argv
+    sys.argv = ["echomq-scripts", *args]
+    try:
+        entry.main()
+    finally:
+        sys.argv = saved
+
+
+def run_in_process(args: list[str], cwd: Path, console: bool = False) -> Run:
     previous = Path.cwd()
     os.chdir(cwd)
     try:
-        result = CliRunner().invoke(cli, args)
+        result = CliRunner().invoke(console_command if console else cli, args)
     finally:
         os.chdir(previous)
     crash = ""
@@ -1096,12 +1112,18 @@ def check_findings(run: Run, project: Project, src: str) -> list[str]:
     return found
 
 
-def damage_cache(cache_dir: Path, damage: tuple[int, int, bytes]) -> None:
-    entries = sorted(p for p in cache_dir.rglob("*") if p.is_file() and not p.is_symlink())
+def damage_files(cache_dir: Path, out: Path, damage: tuple[bool, int, int, bytes]) -> None:
+    """Splice `damage`'s bytes into one file of the cache or of the output; in the output, an
+    empty splice deletes the file."""
+    in_out, which, at, data = damage
+    top = out if in_out else cache_dir
+    entries = sorted(p for p in top.rglob("*") if p.is_file() and not p.is_symlink())
     if not entries:
         return
-    which, at, data = damage
     target = entries[which % len(entries)]
+    if in_out and not data:
+        target.unlink()
+        return
     old = target.read_bytes()
     at %= len(old) + 1
     target.write_bytes(old[:at] + data + old[at + len(data) + 1 :])
@@ -1156,14 +1178,15 @@ def check_example(project: Project, work: Path) -> None:
     def run() -> Run:
         if project.hangs:
             return run_subprocess(args, project_dir, work)
-        return run_in_process(args, project_dir)
+        # The cache's examples go through the console script, which replays recorded builds.
+        return run_in_process(args, project_dir, console=project.damage is not None)
 
     skip = (os.fsencode(cache), os.fsencode(work / "xdg"))
     if project.damage is not None:
         first = run()
         assert first.crash == "", first.crash
         first_findings = check_findings(first, project, str(src))
-        damage_cache(cache, project.damage)
+        damage_files(cache, Path(os.path.realpath(out)), project.damage)
     before = snapshot(work, skip)
     out_real = os.fsencode(os.path.realpath(out))
     result = run()
@@ -1176,6 +1199,7 @@ def check_example(project: Project, work: Path) -> None:
     if project.damage is not None:
         # A damaged cache entry is a miss: the same findings and exit code as before.
         assert findings == first_findings, context
+        assert result.exit_code == first.exit_code, context
     diff = changed(before, after)
     if result.exit_code != 0 or project.command[0] == "check" or "--check" in project.command:
         assert not diff, (
