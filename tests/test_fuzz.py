@@ -90,7 +90,7 @@ BOUNDED = Scale(
     nesting=700,
 )
 SOAK = Scale(
-    examples=int(os.environ.get("EMQ_FUZZ_SOAK_EXAMPLES", "2000")),
+    examples=int(os.environ.get("EMQ_FUZZ_SOAK_EXAMPLES", "1000")),
     depth=1500,
     width=400,
     terms=6000,
@@ -141,6 +141,7 @@ class Project:
     strict: str | None = None  # "--strict", "--no-strict" or None
     out: str = "previous"
     cache: bool = False  # --cache-dir (outside the project) instead of --no-cache
+    line_end: bytes | None = None  # line-ends: the line end the tree is built with again
     # cache-damage: whether in the output (else the cache), which file, where, what bytes
     damage: tuple[bool, int, int, bytes] | None = field(default=None)
 
@@ -653,6 +654,20 @@ def encodings(draw: st.DrawFn, scale: Scale) -> Project:
     return draw(options(Project(tree)))
 
 
+@st.composite
+def line_ends(draw: st.DrawFn, scale: Scale) -> Project:
+    """A tree with LF line ends, built again with CRLF, CR or LFCR ones (`check_line_ends`)."""
+    base = draw(st.sampled_from([mutated_real, broken_headers, encodings, large_files]))
+    project = draw(base(scale))
+    # Only LF to begin with: a CR already there would pair with a converted LF differently.
+    tree = {
+        name: (kind, data.replace(b"\r", b"") if kind == "file" else data)
+        for name, (kind, data) in project.files.items()
+    }
+    end = draw(st.sampled_from([b"\r\n", b"\r", b"\n\r"]))
+    return replace(project, files=tree, line_end=end, cache=False)
+
+
 ENCODING_CHANGES: list[Callable[[bytes, int], bytes]] = [
     lambda data, at: data.replace(b"\n", b"\r\n"),
     lambda data, at: data.replace(b"\n", b"\r"),
@@ -897,6 +912,7 @@ CLASSES: dict[str, Strategy] = {
     "include-graphs": include_graphs,
     "large-files": large_files,
     "encodings": encodings,
+    "line-ends": line_ends,
     "symlinks": symlinks,
     "odd-names": odd_names,
     "output-paths": output_paths,
@@ -1107,7 +1123,11 @@ def check_findings(run: Run, project: Project, src: str) -> list[str]:
         counted = COUNT.match(line)
         if counted:  # the count line counts every finding line: none was split or lost
             assert int(counted[1]) + int(counted[2]) == len(found), run.stderr
-    if project.output_format == "text" and run.exit_code == 1 and not found:
+    if project.output_format == "json":
+        # No JSON at all: the run stopped before its findings, and said why.
+        assert run.exit_code != 0, run.stdout
+        assert "Error:" in run.stderr, run.stderr
+    elif run.exit_code == 1 and not found:
         assert "Error:" in run.stderr or "out of date" in run.stderr, run.stderr
     return found
 
@@ -1158,8 +1178,39 @@ def python_package(project_dir: Path) -> str | None:
     return package if isinstance(package, str) else None
 
 
+def check_line_ends(project: Project, work: Path) -> None:
+    """The tree with LF line ends and the same tree with `project.line_end`: the same findings
+    at the same lines and columns, and the same build, byte for byte (Lua reads each line end
+    as LF, and so does the tool)."""
+    assert project.line_end is not None
+    converted = {
+        name: (kind, data.replace(b"\n", project.line_end) if kind == "file" else data)
+        for name, (kind, data) in project.files.items()
+    }
+    runs = []
+    for side, tree in (("lf", project.files), ("other", converted)):
+        root = work / side
+        root.mkdir()
+        materialise(root, tree)
+        (root / "lua_src").mkdir(exist_ok=True)
+        args = [*project.command, "--src", "lua_src", "--format", "json", "--no-cache"]
+        if project.command[0] == "build":
+            args += ["--out", "build"]
+        run = run_in_process(args, root)
+        context = f"{side}: {args}\nstdout:\n{run.stdout}\nstderr:\n{run.stderr}"
+        assert run.crash == "", f"{context}\n{run.crash}"
+        assert run.exit_code in (0, 1, 2), context
+        check_findings(run, replace(project, output_format="json"), "lua_src")
+        built = snapshot(root / "build") if (root / "build").is_dir() else {}
+        runs.append((run.exit_code, run.stdout, run.stderr.replace(str(root), "ROOT"), built))
+    assert runs[0] == runs[1], f"line ends {project.line_end!r} changed the result:\n{runs}"
+
+
 def check_example(project: Project, work: Path) -> None:
     """Run the project's command line on its tree and check every property."""
+    if project.line_end is not None:
+        check_line_ends(project, work)
+        return
     project_dir = work / "project"
     project_dir.mkdir()
     materialise(
