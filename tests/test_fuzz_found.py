@@ -90,6 +90,24 @@ def test_out_with_a_name_over_255_bytes_is_one_error(project: Path) -> None:
     assert "cannot be an output directory: File name too long" in output
 
 
+def test_out_with_a_name_that_is_not_utf8_is_escaped_in_the_summary(project: Path) -> None:
+    """`--out $'bu ild\\n\\xff'`: printing the summary line raised UnicodeEncodeError on a
+    strict UTF-8 stdout, after the build was written, with exit 1."""
+    out = os.fsdecode(b"bu ild\n\xff")
+    code, output = run(project, "build", "--no-cache", "--out", out)
+    assert (code, output) == (0, "wrote bu ild\\n\\xff (1 script, 1 analysed, 0 from cache)\n")
+    env = dict(os.environ, PYTHONIOENCODING="utf-8:strict", XDG_CACHE_HOME=str(project / "x"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "echomq_scripts", "build", "--out", out],
+        cwd=project,
+        capture_output=True,
+        env=env,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout == b"up to date: bu ild\\n\\xff (1 script, 1 analysed, 0 from cache)\n"
+
+
 # -- fixed elsewhere in issue 16 -----------------------------------------------------------------
 
 
