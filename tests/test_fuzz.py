@@ -24,6 +24,9 @@ header, maybe a `pyproject.toml`, maybe a previous build in `--out`), drawn from
 - `pyproject`: broken and odd project settings.
 - `special-files`: named pipes as scripts, includes, `pyproject.toml` and `--out`: these can hang,
   so they run in a subprocess with a timeout; every other class runs in-process.
+- `releases`: `build --previous` given a manifest, a bundle or a build directory of any shape:
+  damaged, cut short, nested deep, a member that is a link, a pipe or longer than the bundle.
+- `explain`: `explain SCRIPT:LINE` with odd locations, on a crafted or damaged line map.
 - `cache-damage`: a build with a cache through the console script (which replays a recorded
   build), then one file of the cache or of the output damaged or deleted, and the same build
   again: the findings and the exit code are those of the first build, and the output is whole.
@@ -45,6 +48,8 @@ crashes this test has found are kept as small regression tests in tests/test_fuz
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 import re
@@ -53,6 +58,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tarfile
 import tempfile
 import tomllib
 from collections.abc import Callable
@@ -148,6 +154,8 @@ class Project:
     out: str = "previous"
     cache: bool = False  # --cache-dir (outside the project) instead of --no-cache
     line_end: bytes | None = None  # line-ends: the line end the tree is built with again
+    previous: bytes | None = None  # releases: `--previous`, a path in the temporary directory
+    line_map: bytes | None = None  # explain: the bytes put in place of the script's line map
     # cache-damage: whether in the output (else the cache), which file, where, what bytes
     damage: tuple[bool, int, int, bytes] | None = field(default=None)
 
@@ -916,6 +924,129 @@ def cache_damage(draw: st.DrawFn, scale: Scale) -> Project:
     return replace(project, cache=True, damage=damage, out="previous")
 
 
+def tar_gz(members: list[tuple[str, str, bytes]]) -> bytes:
+    """A gzipped tar of (name, type, data) members: a file, a symlink or hardlink to `data`, a
+    directory, a named pipe, or a file whose header claims more bytes than follow."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, kind, data in members:
+            info = tarfile.TarInfo(name)
+            if kind in ("symlink", "hardlink"):
+                info.type = tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE
+                info.linkname = data.decode("utf-8", "replace")
+                tar.addfile(info)
+            elif kind in ("dir", "fifo"):
+                info.type = tarfile.DIRTYPE if kind == "dir" else tarfile.FIFOTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    packed = raw.getvalue()
+    if any(kind == "lying" for _, kind, _ in members):
+        packed = packed.replace(b"%011o" % 3, b"%011o" % 10**9, 1)  # the size field of "abc"
+    return gzip.compress(packed, mtime=0)
+
+
+JSON_SHAPES = [
+    b"",
+    b"null",
+    b"[]",
+    b"[{}]",
+    b"{}",
+    b'{"format": 1, "scripts": [1]}',
+    b'{"format": 1, "scripts": 5}',
+    b'{"format": 1, "version": "0.0.0", "scripts": [{}]}',
+    b'{"format": 1, "version": 1, "scripts": []}',
+    b'{"format": "1"}',
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"a":' * 50_000 + b"1" + b"}" * 50_000,
+    b"\xff\xfe{}",
+    b'{"format": 1, "version": "0.0.0", "scripts": []}\x00',
+    b"1e99999",
+    b'"\ud800"',
+]
+
+
+@st.composite
+def releases(draw: st.DrawFn, scale: Scale) -> Project:
+    """`build --previous` given a manifest, a bundle or a build directory, of any shape."""
+    good = good_build()
+    manifest = (good / "manifest.json").read_bytes()
+    bundle = (good / "echomq-scripts-0.0.0.tar.gz").read_bytes()
+    kind = draw(st.sampled_from(["manifest", "bundle", "crafted-bundle", "directory"]))
+    tree = dict(GOOD_FILES)
+    if kind == "manifest":
+        data = draw(st.sampled_from(JSON_SHAPES) | mutated(manifest) | st.just(manifest))
+        tree[b"outside/manifest.json"] = ("file", data)
+        previous = b"outside/manifest.json"
+    elif kind == "bundle":
+        data = draw(mutated(bundle) | st.sampled_from([bundle[:10], bundle[: len(bundle) // 2]]))
+        tree[b"outside/release.tar.gz"] = ("file", data)
+        previous = b"outside/release.tar.gz"
+    elif kind == "crafted-bundle":
+        name = draw(st.sampled_from(["echomq-scripts-0.0.0/manifest.json", "manifest.json"]))
+        member = draw(st.sampled_from(["file", "symlink", "hardlink", "dir", "fifo", "lying"]))
+        data = manifest if member == "file" else b"abc" if member == "lying" else b"/etc/passwd"
+        extra = draw(st.lists(st.sampled_from(JSON_SHAPES[:8]), max_size=2))
+        members = [(name, member, data)]
+        members += [(f"echomq-scripts-0.0.0/x{i}.json", "file", e) for i, e in enumerate(extra)]
+        tree[b"outside/release.tar.gz"] = ("file", tar_gz(members))
+        previous = b"outside/release.tar.gz"
+    else:
+        inner = draw(
+            st.sampled_from(
+                [("file", manifest), ("fifo", b""), ("dir", b""), ("link", b"/etc/hostname")]
+            )
+        )
+        tree[b"outside/prev/manifest.json"] = inner
+        previous = b"outside/prev"
+    project = draw(options(Project(tree, previous=previous)))
+    return replace(project, command=("build",))
+
+
+LOCATIONS = [
+    "getField-1:1",
+    "getField-1:2",
+    "getField-1:0",
+    "getField-1:99999999999999999999999999",
+    "getField-1:" + "9" * 5000,
+    "getField-1:\u00b2",
+    "getField-1:\u0663",
+    "getField-1:-1",
+    "getField-1:",
+    ":1",
+    "getField-1",
+    "../../../etc/passwd:1",
+    "/etc/passwd:1",
+    "getField-1.lua:1",
+    "lua_src/getField-1.lua:1",
+    "get\nField-1:1",
+    "\udcff:1",
+    "nope-1:1",
+]
+
+
+@st.composite
+def explain_maps(draw: st.DrawFn, scale: Scale) -> Project:
+    """`explain SCRIPT:LINE` on a build whose line map may be crafted or damaged."""
+    good_map = (good_build() / "maps" / "getField-1.json").read_bytes()
+    crafted = [
+        b'{"format":1,"sources":["/etc/passwd"],"lines":[[0,1]]}',
+        b'{"format":1,"sources":["../../x.lua"],"lines":[[0,1]]}',
+        b'{"format":1,"sources":["getField-1.lua"],"lines":[[5,1]]}',
+        b'{"format":1,"sources":["getField-1.lua"],"lines":[[0,-1]]}',
+        b'{"format":1,"sources":["getField-1.lua"],"lines":[[0,99999999999999999999]]}',
+        b'{"format":1,"sources":["a\u0000b"],"lines":[[0,1]]}',
+        b'{"format":1,"sources":[1],"lines":[[0,1]]}',
+        b'{"format":1,"sources":["getField-1.lua"],"lines":[[0]]}',
+    ]
+    line_map = draw(
+        st.none() | st.sampled_from(crafted + JSON_SHAPES) | mutated(good_map) | st.just(good_map)
+    )
+    location = draw(st.sampled_from(LOCATIONS) | st.text(max_size=12))
+    return Project(dict(GOOD_FILES), command=("explain", location), line_map=line_map)
+
+
 CLASSES: dict[str, Strategy] = {
     "random-bytes": random_bytes,
     "mutated-real": mutated_real,
@@ -931,6 +1062,8 @@ CLASSES: dict[str, Strategy] = {
     "pyproject": pyprojects,
     "special-files": special_files,
     "cache-damage": cache_damage,
+    "releases": releases,
+    "explain": explain_maps,
 }
 
 # -- running -----------------------------------------------------------------------------------
@@ -1166,10 +1299,16 @@ def damage_files(cache_dir: Path, out: Path, damage: tuple[bool, int, int, bytes
     target.write_bytes(old[:at] + data + old[at + len(data) + 1 :])
 
 
-def command_line(project: Project, src: Path, out: Path, cache: Path) -> list[str]:
+def command_line(
+    project: Project, src: Path, out: Path, cache: Path, work: Path | None = None
+) -> list[str]:
     args = [*project.command, "--src", str(src)]
-    if project.command[0] == "build":
+    if project.command[0] in ("build", "explain"):
         args += ["--out", str(out)]
+    if project.command[0] == "explain":
+        return args
+    if project.previous is not None and work is not None:
+        args += ["--previous", os.fsdecode(os.path.join(os.fsencode(work), project.previous))]
     args += ["--format", project.output_format]
     if project.strict:
         args.append(project.strict)
@@ -1241,7 +1380,9 @@ def check_example(project: Project, work: Path) -> None:
     src.mkdir(exist_ok=True)
     out = make_out(project.out, work, project_dir)
     cache = work / "cache"
-    args = command_line(project, src, out, cache)
+    if project.line_map is not None:
+        (out / "maps" / "getField-1.json").write_bytes(project.line_map)
+    args = command_line(project, src, out, cache, work)
 
     def run() -> Run:
         if project.hangs:
@@ -1269,7 +1410,7 @@ def check_example(project: Project, work: Path) -> None:
         assert findings == first_findings, context
         assert result.exit_code == first.exit_code, context
     diff = changed(before, after)
-    if result.exit_code != 0 or project.command[0] == "check" or "--check" in project.command:
+    if result.exit_code != 0 or project.command[0] != "build" or "--check" in project.command:
         assert not diff, (
             f"a run that {'failed' if result.exit_code else 'checked'} changed "
             f"{sorted(diff)}\n{context}"
