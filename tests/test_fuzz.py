@@ -963,7 +963,7 @@ JSON_SHAPES = [
     b"\xff\xfe{}",
     b'{"format": 1, "version": "0.0.0", "scripts": []}\x00',
     b"1e99999",
-    b'"\ud800"',
+    rb'"\ud800"',  # a lone surrogate, escaped in JSON
 ]
 
 
@@ -1036,7 +1036,7 @@ def explain_maps(draw: st.DrawFn, scale: Scale) -> Project:
         b'{"format":1,"sources":["getField-1.lua"],"lines":[[5,1]]}',
         b'{"format":1,"sources":["getField-1.lua"],"lines":[[0,-1]]}',
         b'{"format":1,"sources":["getField-1.lua"],"lines":[[0,99999999999999999999]]}',
-        b'{"format":1,"sources":["a\u0000b"],"lines":[[0,1]]}',
+        rb'{"format":1,"sources":["a\u0000b"],"lines":[[0,1]]}',
         b'{"format":1,"sources":[1],"lines":[[0,1]]}',
         b'{"format":1,"sources":["getField-1.lua"],"lines":[[0]]}',
     ]
