@@ -62,7 +62,7 @@ import tarfile
 import tempfile
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -157,7 +157,7 @@ class Project:
     previous: bytes | None = None  # releases: `--previous`, a path in the temporary directory
     line_map: bytes | None = None  # explain: the bytes put in place of the script's line map
     # cache-damage: whether in the output (else the cache), which file, where, what bytes
-    damage: tuple[bool, int, int, bytes] | None = field(default=None)
+    damage: tuple[bool, int, int, bytes] | None = None
 
     @property
     def hangs(self) -> bool:
