@@ -108,6 +108,21 @@ def test_out_with_a_name_that_is_not_utf8_is_escaped_in_the_summary(project: Pat
     assert done.stdout == b"up to date: bu ild\\n\\xff (1 script, 1 analysed, 0 from cache)\n"
 
 
+def test_a_failed_build_removes_the_parents_it_made_for_out(project: Path) -> None:
+    """`--out a/b/build` with a python-package that cannot be written: the build failed, and
+    left the directories a/ and a/b/ that it had made for the output."""
+    (project / "pyproject.toml").write_text('[tool.echomq-scripts]\npython-package = "gen/pkg"\n')
+    (project / "gen").write_text("a file, so gen/pkg cannot be made\n")
+    code, output = run(project, "build", "--no-cache", "--out", "a/b/build")
+    assert code == 1
+    assert "gen/pkg: cannot create the output directory" in output
+    assert not (project / "a").exists()
+    (project / "gen").unlink()
+    code, _ = run(project, "build", "--no-cache", "--out", "a/b/build")
+    assert code == 0
+    assert (project / "a" / "b" / "build" / "manifest.json").is_file()
+
+
 # -- fixed elsewhere in issue 16 -----------------------------------------------------------------
 
 
