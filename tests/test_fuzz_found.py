@@ -217,3 +217,22 @@ def test_a_deeply_nested_pyproject(project: Path) -> None:
     code, output = run(project, "check", "--no-cache")
     assert code == 2
     assert "pyproject.toml" in output
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 16: a damaged file of Jinja's template bytecode cache (--cache-dir/templates)"
+    " raises UnpicklingError from codegen.generated_files; owned by H-includes (codegen.py)",
+)
+def test_a_damaged_template_cache_is_a_miss(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.echomq-scripts]\npython-package = "gen"\n')
+    cache = str(project.parent / "cache")
+    assert run(project, "build", "--cache-dir", cache)[0] == 0
+    compiled = sorted((project.parent / "cache" / "templates").iterdir())
+    assert compiled
+    for path in compiled:
+        data = path.read_bytes()
+        path.write_bytes(data[:15] + data[16:])  # one byte gone, as the fuzz test had it
+    with (project / "lua_src" / "getField-1.lua").open("a") as script:
+        script.write("-- changed, so the wrappers are generated again\n")
+    assert run(project, "build", "--cache-dir", cache)[0] == 0
