@@ -48,6 +48,7 @@ crashes this test has found are kept as small regression tests in tests/test_fuz
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import io
 import json
@@ -1180,6 +1181,7 @@ def good_build() -> Path:
     """A build of the good project, made once: every previous output is a copy of it."""
     if not GOOD_BUILD:
         root = Path(tempfile.mkdtemp(prefix="emq-fuzz-good-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
         materialise(root, GOOD_FILES)
         run = run_in_process(["build", "--no-cache", "--out", "build"], root)
         assert (run.exit_code, run.crash) == (0, ""), run.stderr
