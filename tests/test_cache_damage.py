@@ -3,6 +3,7 @@ miss, a source file of any name is digested, and a deleted or edited output is p
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -84,15 +85,37 @@ def test_a_damaged_analysis_entry_is_a_miss(project: Path, name: str) -> None:
     assert invoke("check", "--cache-dir", str(cache)).stdout == cold.stdout
     entries = sorted(cache.glob("*.json"))
     assert len(entries) == 3  # one per script
-    goods = [json.loads(entry.read_bytes()) for entry in entries]
+    goods = [unseal(entry) for entry in entries]
     for entry, good in zip(entries, goods, strict=True):
         assert good["findings"]  # every script of the fixture has one to damage
-        entry.write_text(json.dumps(DAMAGES[name](good)))
+        # Sealed with its own checksum: only the shape is wrong, which reading must notice.
+        payload = json.dumps(DAMAGES[name](good)).encode()
+        entry.write_bytes(hashlib.sha256(payload).digest() + payload)
     again = invoke("check", "--cache-dir", str(cache))
     assert (again.exit_code, again.exception) == (0, None)
     assert again.stdout == cold.stdout
     # Analysed afresh, and stored again as a cold build stores it.
-    assert [json.loads(entry.read_bytes()) for entry in entries] == goods
+    assert [unseal(entry) for entry in entries] == goods
+
+
+def unseal(entry: Path) -> Any:
+    """An analysis entry's JSON, after the sha256 of it that comes first."""
+    data = entry.read_bytes()
+    assert hashlib.sha256(data[32:]).digest() == data[:32]
+    return json.loads(data[32:])
+
+
+def test_an_entry_of_the_right_shape_with_a_byte_gone_is_a_miss(project: Path) -> None:
+    """A message one byte short is valid JSON of the right shape: only the seal tells (the
+    fuzz test found `user_script` read back as `ser_script`)."""
+    cold = invoke("check", "--no-cache")
+    cache = project.parent / "cache"
+    assert invoke("check", "--cache-dir", str(cache)).stderr == cold.stderr
+    for entry in cache.glob("*.json"):
+        data = entry.read_bytes()
+        entry.write_bytes(data.replace(b"local '", b"local ", 1))
+    again = invoke("check", "--cache-dir", str(cache))
+    assert (again.exit_code, again.stderr) == (0, cold.stderr)
 
 
 # -- file names that are not UTF-8 ----------------------------------------------------------

@@ -158,8 +158,14 @@ class AnalysisCache:
         # Resolved text ends every line with '\n': a row of the script is below this count.
         rows = text.count("\n") + (not text.endswith("\n"))
         try:
-            # from_json checks every field: an entry of the wrong shape is a miss too.
-            return Facts.from_json(json.loads(_read(path)), rows)
+            # The entry's sha256 first: a damaged entry can be valid JSON of the right shape (a
+            # byte gone from a message) and would change the findings. from_json then checks
+            # every field: an intact entry of the wrong shape is a miss too.
+            data = _read(path)
+            checksum, payload = data[:32], data[32:]
+            if hashlib.sha256(payload).digest() != checksum:
+                return None
+            return Facts.from_json(json.loads(payload), rows)
         except (OSError, ValueError, RecursionError):
             return None
 
@@ -168,7 +174,8 @@ class AnalysisCache:
 
         path = self._path(text)
         if path is not None:
-            _write_atomically(path, json.dumps(facts.to_json()).encode("utf-8"))
+            payload = json.dumps(facts.to_json()).encode("utf-8")
+            _write_atomically(path, hashlib.sha256(payload).digest() + payload)
 
 
 def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) -> str:

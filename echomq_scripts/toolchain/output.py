@@ -87,7 +87,11 @@ BUILD_DIRECTORY: Ownership = (
 
 def current_files(out: Path, ownership: Ownership) -> dict[str, bytes] | None:
     """The files now in `out`, or None when it does not exist; refuses a directory not ours."""
-    if not out.exists():
+    try:
+        exists = out.exists()
+    except OSError as exc:  # a name too long, say: no build is there, and none can be written
+        raise OutputError(f"{out}: cannot be an output directory: {exc.strerror}") from None
+    if not exists:
         return None
     if not out.is_dir():
         raise OutputError(f"{out}: exists and is not a directory")
@@ -168,16 +172,22 @@ class _Swap:
         self.retired: Path | None = None  # where the previous tree went, when renamed aside
         self.swapped = False
         self.keep_leftovers = False  # set when a previous tree could not be put back
+        # The output's missing parents, nearest first: made now, and removed again unless the
+        # new tree is swapped in, so that a build that fails leaves no trace.
+        self.made_parents: list[Path] = []
         parent = out.parent
         try:
+            self.made_parents = [p for p in (parent, *parent.parents) if not p.exists()]
             parent.mkdir(parents=True, exist_ok=True)
             self.staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=parent))
         except OSError as exc:
+            self._remove_made_parents()
             raise OutputError(f"{out}: cannot create the output directory: {exc}") from None
         try:
             _write_tree(self.staging, files)
         except OSError as exc:
             shutil.rmtree(self.staging, ignore_errors=True)
+            self._remove_made_parents()
             raise OutputError(f"{out}: cannot write the build: {exc}") from None
 
     def swap(self) -> None:
@@ -225,6 +235,15 @@ class _Swap:
         shutil.rmtree(self.staging, ignore_errors=True)
         if self.retired is not None:
             shutil.rmtree(self.retired, ignore_errors=True)
+        if not self.swapped:
+            self._remove_made_parents()
+
+    def _remove_made_parents(self) -> None:
+        for directory in self.made_parents:
+            try:
+                directory.rmdir()  # only when empty: never what something else put there
+            except OSError:
+                return
 
 
 def _write_tree(root: Path, files: dict[str, bytes]) -> None:

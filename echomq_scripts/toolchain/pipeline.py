@@ -15,7 +15,7 @@ from .cache import AnalysisCache
 from .checks import CheckOptions, check_script
 from .config import Config
 from .diagnostics import Diagnostic, Severity, has_failures
-from .errors import ConfigError
+from .errors import ConfigError, OutputError
 from .header import parse_header
 from .manifest import ScriptBuild, manifest, to_json_bytes
 from .naming import script_clashes
@@ -153,12 +153,12 @@ def build(
     With the `previous` release's manifest, the build also refuses (before writing) a version
     smaller than the changes since that release need.
     """
-    src, target = config.src.resolve(), out.resolve()
+    src, target = _resolved(config.src, "--src"), _resolved(out, "--out")
     if src == target or src.is_relative_to(target) or target.is_relative_to(src):
         raise ConfigError(f"--out {out} overlaps the source directory {config.src}")
     package = config.python_package
     if package is not None:
-        place = package.resolve()
+        place = _resolved(package, "python-package")
         if place.is_relative_to(src) or place.is_relative_to(target):
             raise ConfigError(f"python-package {package} lies inside --src or --out")
     result = check(config, cache, snapshot)
@@ -195,6 +195,15 @@ def build(
     # Both directories are swapped in together, or neither is.
     result.wrote = any(write_outputs(targets))
     return result
+
+
+def _resolved(path: Path, what: str) -> Path:
+    """`path` with every link followed; a loop of links is an `OutputError`, not a traceback
+    (Python 3.11's resolve() raises RuntimeError for it, 3.13's OSError)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:
+        raise OutputError(f"{what} {path}: cannot follow its symbolic links: {exc}") from None
 
 
 def _summary(changes: ReleaseDiff) -> str:

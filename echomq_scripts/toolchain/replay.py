@@ -76,7 +76,14 @@ def _write(text: str, err: bool = False) -> None:
 
 def summary_line(state: str, out: object, scripts: int, analysed: int, cached: int) -> str:
     noun = "script" if scripts == 1 else "scripts"
-    return f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)"
+    name = str(out)
+    if not name.isprintable():
+        # A newline or a byte that is not UTF-8 in --out: escaped as a finding's names are, so
+        # the line stays one line and can be written to any stream (the import is rare).
+        from .diagnostics import escape_controls
+
+        name = escape_controls(name)
+    return f"{state} {name} ({scripts} {noun}, {analysed} analysed, {cached} from cache)"
 
 
 def print_findings(

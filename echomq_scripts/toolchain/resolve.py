@@ -140,6 +140,15 @@ class _Resolver:
     def target_of(self, including: str, line: int, col: int, raw: str) -> str | None:
         """The root-relative file a directive names, or None (reported) when it cannot be used."""
         name = raw if raw.endswith(".lua") else raw + ".lua"
+        if "\0" in name:  # no file name holds one, and os.stat would raise ValueError
+            self.error(
+                including,
+                line,
+                col,
+                "include-missing",
+                f"include path '{raw}' holds a NUL character, which no file name can",
+            )
+            return None
         if posixpath.isabs(name) or re.match(r"^[A-Za-z]:[\\/]", name) or "\\" in name:
             self.error(
                 including,
