@@ -12,7 +12,7 @@ and a method body has an implicit `self`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,6 +21,8 @@ from .syntax import check_syntax
 
 Position = tuple[int, int]  # (row, byte column), both 0-based
 _T = TypeVar("_T")
+# What walking one node asks for next: its children to walk, each with its scope.
+_Steps = Iterator[tuple[Any, "_Scope"]]
 
 
 @dataclass
@@ -311,15 +313,35 @@ class _Walker:
     # -- the walk ---------------------------------------------------------------------------
 
     def visit(self, node: Any, scope: _Scope) -> None:
+        """Walk `node` and everything under it, depth first, in source order.
+
+        The walk keeps its own stack of generators, one per node being walked, instead of
+        recursing: tree-sitter nests left-associative chains (`1 + 1 + ...`, `a and b and ...`,
+        `f()()...`, `o:m():m()...`, `t.a.b...`, `t[1][1]...`) one node per link, and Lua 5.1
+        compiles them in a loop, so a script Redis accepts may be thousands of nodes deep.
+        Each handler yields the children it wants walked, with their scope, and goes on when
+        they are done.
+        """
+        stack = [self.steps(node, scope)]
+        while stack:
+            step = next(stack[-1], None)
+            if step is None:
+                stack.pop()
+            else:
+                stack.append(self.steps(*step))
+
+    def steps(self, node: Any, scope: _Scope) -> _Steps:
+        """The walk of one node: its handler, or its named children in order."""
         kind = node.type
         if kind in _SKIP:
-            return
+            return iter(())
+        if kind == "identifier":
+            self.v_identifier(node, scope)
+            return iter(())
         handler = _HANDLERS.get(kind)
         if handler is not None:
-            handler(self, node, scope)
-        else:
-            for child in node.named_children:
-                self.visit(child, scope)
+            return handler(self, node, scope)
+        return ((child, scope) for child in node.named_children)
 
     def declare(self, node: Any, scope: _Scope, kind: str) -> _Binding:
         name = node.text.decode("utf-8")
@@ -358,18 +380,18 @@ class _Walker:
             reason = MISSING_GLOBALS.get(name, "Redis's Lua does not provide it")
             self.finding(node, "undefined-global", f"read of undefined global '{name}': {reason}")
 
-    def v_block(self, node: Any, scope: _Scope) -> None:
+    def v_block(self, node: Any, scope: _Scope) -> _Steps:
         inner = _Scope(scope)
         for child in node.named_children:
-            self.visit(child, inner)
+            yield child, inner
 
-    def v_variable_declaration(self, node: Any, scope: _Scope) -> None:
+    def v_variable_declaration(self, node: Any, scope: _Scope) -> _Steps:
         target = node.named_children[-1]
         if target.type == "assignment_statement":
             names = _child_of_type(target, "variable_list")
             values = _expressions(_child_of_type(target, "expression_list"))
             for value in values:
-                self.visit(value, scope)
+                yield value, scope
         else:
             names, values = target, []
         for index, name in enumerate(_names(names)):
@@ -379,12 +401,12 @@ class _Walker:
                 if values[index].type == "function_definition":
                     binding.func = values[index]
 
-    def v_function_declaration(self, node: Any, scope: _Scope) -> None:
+    def v_function_declaration(self, node: Any, scope: _Scope) -> _Steps:
         name = node.child_by_field_name("name")
         if _is_local(node):
             binding = self.declare(name, scope, "function")
             binding.func = node
-            self.function_body(node, scope, method=False)
+            yield from self.function_body(node, scope, method=False)
             return
         if name.type == "identifier":
             existing = scope.lookup(name.text.decode("utf-8"))
@@ -397,13 +419,13 @@ class _Walker:
                     " globals; declare it 'local function'",
                 )
         else:
-            self.visit(name, scope)
-        self.function_body(node, scope, method=name.type == "method_index_expression")
+            yield name, scope
+        yield from self.function_body(node, scope, method=name.type == "method_index_expression")
 
-    def v_function_definition(self, node: Any, scope: _Scope) -> None:
-        self.function_body(node, scope, method=False)
+    def v_function_definition(self, node: Any, scope: _Scope) -> _Steps:
+        yield from self.function_body(node, scope, method=False)
 
-    def function_body(self, node: Any, scope: _Scope, method: bool) -> None:
+    def function_body(self, node: Any, scope: _Scope, method: bool) -> _Steps:
         inner = _Scope(scope)
         params: list[_Binding] = []
         if method:
@@ -417,44 +439,44 @@ class _Walker:
         self.params[node.id] = params
         body = node.child_by_field_name("body")
         if body is not None:
-            self.visit(body, inner)
+            yield body, inner
 
-    def v_for_statement(self, node: Any, scope: _Scope) -> None:
+    def v_for_statement(self, node: Any, scope: _Scope) -> _Steps:
         clause = node.child_by_field_name("clause")
         inner = _Scope(scope)
         if clause.type == "for_numeric_clause":
             for part in ("start", "end", "step"):
                 expression = clause.child_by_field_name(part)
                 if expression is not None:
-                    self.visit(expression, scope)
+                    yield expression, scope
             self.declare(clause.child_by_field_name("name"), inner, "loop")
         else:
             expressions = _expressions(_child_of_type(clause, "expression_list"))
             for expression in expressions:
-                self.visit(expression, scope)
+                yield expression, scope
             for name in _names(_child_of_type(clause, "variable_list")):
                 # What the loop walks is where its variables come from (for key provenance).
                 self.declare(name, inner, "loop").values.extend(expressions[:1])
         body = node.child_by_field_name("body")
         if body is not None:
-            self.visit(body, inner)
+            yield body, inner
 
-    def v_repeat_statement(self, node: Any, scope: _Scope) -> None:
+    def v_repeat_statement(self, node: Any, scope: _Scope) -> _Steps:
         # The condition is inside the body's scope: `repeat local done = f() until done`.
         inner = _Scope(scope)
         body = node.child_by_field_name("body")
         if body is not None:
             for child in body.named_children:
-                self.visit(child, inner)
-        self.visit(node.child_by_field_name("condition"), inner)
+                yield child, inner
+        yield node.child_by_field_name("condition"), inner
 
-    def v_assignment_statement(self, node: Any, scope: _Scope) -> None:
+    def v_assignment_statement(self, node: Any, scope: _Scope) -> _Steps:
         values = _expressions(_child_of_type(node, "expression_list"))
         for value in values:
-            self.visit(value, scope)
+            yield value, scope
         for index, target in enumerate(_expressions(_child_of_type(node, "variable_list"))):
             if target.type != "identifier":
-                self.visit(target, scope)
+                yield target, scope
                 continue
             name = target.text.decode("utf-8")
             binding = scope.lookup(name)
@@ -469,9 +491,9 @@ class _Walker:
             elif index < len(values):
                 binding.values.append(values[index])
 
-    def v_dot_index_expression(self, node: Any, scope: _Scope) -> None:
+    def v_dot_index_expression(self, node: Any, scope: _Scope) -> _Steps:
         table = node.child_by_field_name("table")
-        self.visit(table, scope)
+        yield table, scope
         if table.type == "identifier" and self.resolved.get(table.id, 0) is None:
             library = table.text.decode("utf-8")
             fields = LIBRARY_FIELDS.get(library)
@@ -483,24 +505,24 @@ class _Walker:
                     f"'{library}.{name}' does not exist in Redis's Lua",
                 )
 
-    def v_method_index_expression(self, node: Any, scope: _Scope) -> None:
-        self.visit(node.child_by_field_name("table"), scope)
+    def v_method_index_expression(self, node: Any, scope: _Scope) -> _Steps:
+        yield node.child_by_field_name("table"), scope
 
-    def v_field(self, node: Any, scope: _Scope) -> None:
+    def v_field(self, node: Any, scope: _Scope) -> _Steps:
         # `{name = v}` names a field; only `{[expr] = v}` evaluates its key.
         name = node.child_by_field_name("name")
         if name is not None and node.children[0].type == "[":
-            self.visit(name, scope)
+            yield name, scope
         value = node.child_by_field_name("value")
         if value is not None:
-            self.visit(value, scope)
+            yield value, scope
 
-    def v_function_call(self, node: Any, scope: _Scope) -> None:
+    def v_function_call(self, node: Any, scope: _Scope) -> _Steps:
         self.calls.append(node)
         for child in node.named_children:
-            self.visit(child, scope)
+            yield child, scope
 
-    def v_return_statement(self, node: Any, scope: _Scope) -> None:
+    def v_return_statement(self, node: Any, scope: _Scope) -> _Steps:
         expressions = _expressions(_child_of_type(node, "expression_list"))
         # Redis replies with the first value a script returns: only that one can be a code.
         code = _negative_literal(expressions[0]) if expressions else None
@@ -508,10 +530,11 @@ class _Walker:
             point = expressions[0].start_point
             self.facts.returned_codes.append((code, point.row, point.column))
         for expression in expressions:
-            self.visit(expression, scope)
+            yield expression, scope
 
-    def v_ignore(self, node: Any, scope: _Scope) -> None:
+    def v_ignore(self, node: Any, scope: _Scope) -> _Steps:
         """Labels and gotos (refused by the syntax gate anyway) read no variables."""
+        return iter(())
 
     # -- after the walk ---------------------------------------------------------------------
 
@@ -702,10 +725,10 @@ class _Walker:
         return self.params.get(binding.func.id)
 
 
-_HANDLERS = {
+_HANDLERS: dict[str, Callable[[_Walker, Any, _Scope], _Steps]] = {
     name[2:]: method
     for name, method in vars(_Walker).items()
-    if name.startswith("v_") and name != "v_ignore"
+    if name.startswith("v_") and name not in ("v_ignore", "v_identifier")
 }
 _HANDLERS["goto_statement"] = _Walker.v_ignore
 _HANDLERS["label_statement"] = _Walker.v_ignore
