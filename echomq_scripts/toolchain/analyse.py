@@ -243,7 +243,18 @@ def _parse(text: bytes) -> Any:
 class _Binding:
     """One declared local: a variable, a parameter, a loop variable or a local function."""
 
-    __slots__ = ("col", "depth", "func", "kind", "name", "reads", "row", "values")
+    __slots__ = (
+        "col",
+        "depth",
+        "func",
+        "kind",
+        "loop_range",
+        "name",
+        "reads",
+        "reassigned",
+        "row",
+        "values",
+    )
 
     def __init__(self, name: str, node: Any, kind: str, depth: int) -> None:
         self.name = name
@@ -254,6 +265,10 @@ class _Binding:
         self.reads: list[Any] = []
         self.values: list[Any] = []  # expressions assigned to it, for alias tracking
         self.func: Any = None  # the function node, when the binding holds a local function
+        # A numeric for's variable: its start, end and step (None: 1) expressions.
+        self.loop_range: tuple[Any, Any, Any] | None = None
+        # Whether an assignment statement (not its declaration) gives it a value.
+        self.reassigned = False
 
 
 class _Scope:
@@ -288,6 +303,9 @@ class _Walker:
         self.global_reads: list[Any] = []
         self.params: dict[int, list[_Binding]] = {}  # function node id -> its parameters
         self.calls: list[Any] = []
+        # Inside a branch that never runs (`if false then`): above 0 while the walk is there.
+        self.dead = 0
+        self.dead_reads: set[int] = set()  # identifier node ids read in such a branch
 
     def run(self) -> Facts:
         root = self.tree.root_node
@@ -372,6 +390,8 @@ class _Walker:
         name = node.text.decode("utf-8")
         binding = scope.lookup(name)
         self.resolved[node.id] = binding
+        if self.dead:
+            self.dead_reads.add(node.id)
         if binding is not None:
             binding.reads.append(node)
             return
@@ -449,7 +469,12 @@ class _Walker:
                 expression = clause.child_by_field_name(part)
                 if expression is not None:
                     yield expression, scope
-            self.declare(clause.child_by_field_name("name"), inner, "loop")
+            variable = self.declare(clause.child_by_field_name("name"), inner, "loop")
+            variable.loop_range = (
+                clause.child_by_field_name("start"),
+                clause.child_by_field_name("end"),
+                clause.child_by_field_name("step"),
+            )
         else:
             expressions = _expressions(_child_of_type(clause, "expression_list"))
             for expression in expressions:
@@ -488,8 +513,43 @@ class _Walker:
                     f"assignment to global '{name}': Redis refuses to create or change globals;"
                     " declare it 'local'",
                 )
-            elif index < len(values):
-                binding.values.append(values[index])
+            else:
+                binding.reassigned = True
+                if index < len(values):
+                    binding.values.append(values[index])
+
+    def v_if_statement(self, node: Any, scope: _Scope) -> _Steps:
+        # A branch behind a constant condition that is never true (`if false then`), or after
+        # one that always is (`if true then ... else`), never runs: what it reads is no read.
+        taken = False  # a clause before this one always runs
+        for child in node.named_children:
+            condition = child.child_by_field_name("condition")
+            if child.type == "elseif_statement":
+                yield condition, scope
+                taken, dead = self.branch(condition, taken)
+                body = child.child_by_field_name("consequence")
+            elif child.type == "else_statement":
+                dead, body = taken, child.child_by_field_name("body")
+            elif child.type == "block":
+                taken, dead = self.branch(node.child_by_field_name("condition"), taken)
+                body = child
+            else:
+                yield child, scope
+                continue
+            if body is None:
+                continue
+            self.dead += dead
+            yield body, scope
+            self.dead -= dead
+
+    @staticmethod
+    def branch(condition: Any, taken: bool) -> tuple[bool, bool]:
+        """For a clause after clauses of which one always runs (`taken`), with this condition:
+        whether a clause up to this one always runs, and whether this clause's body never does."""
+        while condition.type == "parenthesized_expression":
+            condition = condition.named_children[0]
+        never = taken or condition.type in ("false", "nil")
+        return taken or condition.type == "true", never
 
     def v_dot_index_expression(self, node: Any, scope: _Scope) -> _Steps:
         table = node.child_by_field_name("table")
@@ -518,7 +578,8 @@ class _Walker:
             yield value, scope
 
     def v_function_call(self, node: Any, scope: _Scope) -> _Steps:
-        self.calls.append(node)
+        if not self.dead:
+            self.calls.append(node)
         for child in node.named_children:
             yield child, scope
 
@@ -592,6 +653,7 @@ class _Walker:
         readers = [n for b in self.bindings if id(b) in aliases for n in b.reads]
         if table in GLOBALS:
             readers += [n for n in self.global_reads if n.text == table.encode()]
+        readers = [n for n in readers if n.id not in self.dead_reads]
         for node in sorted(readers, key=lambda n: (n.start_point.row, n.start_point.column)):
             self.classify(node, use, aliases)
         return use
@@ -603,11 +665,11 @@ class _Walker:
             parent.type == "bracket_index_expression"
             and parent.child_by_field_name("table") == node
         ):
-            index = _integer_literal(parent.child_by_field_name("field"))
-            if index is None:
+            indexes = self.integers(parent.child_by_field_name("field"))
+            if indexes is None:
                 use.dynamic.append((point.row, point.column))
             else:
-                use.literal.append((index, point.row, point.column))
+                use.literal += [(index, point.row, point.column) for index in indexes]
             return
         if parent.type == "unary_expression" and parent.children[0].type == "#":
             return
@@ -625,6 +687,70 @@ class _Walker:
         if receiver is not None and id(receiver) in aliases:
             return
         use.whole.append((point.row, point.column))
+
+    def integers(self, root: Any) -> tuple[int, ...] | None:
+        """Every integer `root` can be, when that is known before the script runs; else None.
+
+        Known are integer literals; `+`, `-` and `*` of known values; a local given one known
+        value where it is declared and never assigned again; and the variable of a numeric
+        `for` whose start, end and step are known (each value it takes). Evaluated with an
+        explicit stack, as the walk is: `KEYS[1 + 1 + ...]` may be any length.
+        """
+        done: dict[int, tuple[int, ...] | None] = {}
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if node.id in done:
+                continue
+            operands = self.operands(node)
+            if not ready and operands:
+                stack.append((node, True))
+                stack += [(operand, False) for operand in operands]
+                continue
+            done[node.id] = self.fold(node, [done[operand.id] for operand in operands])
+        return done[root.id]
+
+    def operands(self, node: Any) -> list[Any]:
+        """The expressions whose values `fold` needs to know `node`'s."""
+        kind = node.type
+        if kind == "parenthesized_expression":
+            return [node.named_children[0]]
+        if kind == "unary_expression" and node.children[0].type == "-":
+            return [node.child_by_field_name("operand")]
+        if kind == "binary_expression" and node.children[1].type in _FOLDED:
+            return [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        binding = self.resolved.get(node.id) if kind == "identifier" else None
+        if binding is None or binding.reassigned:
+            return []
+        if binding.kind == "local" and len(binding.values) == 1:
+            return [binding.values[0]]
+        if binding.loop_range is not None:
+            return [part for part in binding.loop_range if part is not None]
+        return []
+
+    def fold(self, node: Any, known: list[tuple[int, ...] | None]) -> tuple[int, ...] | None:
+        """`node`'s possible values from its operands' (`known`, in `operands` order)."""
+        if node.type == "number":
+            value = _integer_literal(node)
+            return None if value is None else (value,)
+        if not known or None in known:
+            return None
+        values = [k for k in known if k is not None]
+        if node.type in ("parenthesized_expression", "identifier") and len(values) == 1:
+            return values[0]
+        if node.type == "unary_expression":
+            return tuple(-v for v in values[0])
+        if node.type == "binary_expression":
+            operator = _FOLDED[node.children[1].type]
+            folded = {operator(a, b) for a in values[0] for b in values[1]}
+            return tuple(sorted(folded)) if len(folded) <= _MAX_FOLDED else None
+        # A numeric for's variable: one known start, end and step.
+        if any(len(v) != 1 for v in values):
+            return None
+        start, end, step = values[0][0], values[1][0], values[2][0] if len(values) == 3 else 1
+        if step == 0 or len(range(start, end + (1 if step > 0 else -1), step)) > _MAX_FOLDED:
+            return None
+        return tuple(range(start, end + (1 if step > 0 else -1), step))
 
     def key_provenance(self) -> list[tuple[int, int, str]]:
         """Where the key arguments of every redis.call / redis.pcall come from.
@@ -733,6 +859,16 @@ _HANDLERS: dict[str, Callable[[_Walker, Any, _Scope], _Steps]] = {
 _HANDLERS["goto_statement"] = _Walker.v_ignore
 _HANDLERS["label_statement"] = _Walker.v_ignore
 
+
+# The operators whose integer results the KEYS and ARGV checks work out (Lua's numbers are
+# doubles, exact for these on any index that matters), and the most values one index may take
+# before it counts as unknown (the most KEYS a script may declare).
+_FOLDED: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+}
+_MAX_FOLDED = 1024
 
 # Where a command's keys are among its arguments (after the command name): the first one, the
 # first two, or all of them. Commands not listed are not checked.
