@@ -45,7 +45,10 @@ class TableUse:
 
     literal: list[tuple[int, int, int]] = field(default_factory=list)  # (index, row, col)
     dynamic: list[Position] = field(default_factory=list)  # t[expr], expr not an integer literal
-    whole: list[Position] = field(default_factory=list)  # unpack(t), ipairs(t), t escapes
+    whole: list[Position] = field(default_factory=list)  # unpack(t), ipairs(t), #t, return t
+    # Stored (`{k = t}`, `x.k = t`) or passed (a `...`, a function the walk cannot name) where
+    # the check cannot follow it: its reads there are unknown.
+    escaped: list[Position] = field(default_factory=list)
 
 
 @dataclass
@@ -75,7 +78,12 @@ class Facts:
         # What dataclasses.asdict gives, without its deep copies: a cold build writes one of
         # these per script.
         def use(table: TableUse) -> dict[str, Any]:
-            return {"literal": table.literal, "dynamic": table.dynamic, "whole": table.whole}
+            return {
+                "literal": table.literal,
+                "dynamic": table.dynamic,
+                "whole": table.whole,
+                "escaped": table.escaped,
+            }
 
         return {
             "syntax": self.syntax,
@@ -100,11 +108,12 @@ class Facts:
         col = _Field(int, 0)
 
         def use(raw: object) -> TableUse:
-            fields = _record(raw, ("literal", "dynamic", "whole"))
+            fields = _record(raw, ("literal", "dynamic", "whole", "escaped"))
             return TableUse(
                 _list(fields["literal"], _tuple(_Field(int), row, col)),
                 _list(fields["dynamic"], _tuple(row, col)),
                 _list(fields["whole"], _tuple(row, col)),
+                _list(fields["escaped"], _tuple(row, col)),
             )
 
         def finding(raw: object) -> Finding:
@@ -306,6 +315,8 @@ class _Walker:
         # Inside a branch that never runs (`if false then`): above 0 while the walk is there.
         self.dead = 0
         self.dead_reads: set[int] = set()  # identifier node ids read in such a branch
+        # `_G.KEYS`, `_G["ARGV"]`: node id -> the table it reads, as a global read of it would.
+        self.global_fields: dict[int, Any] = {}
 
     def run(self) -> Facts:
         root = self.tree.root_node
@@ -551,9 +562,29 @@ class _Walker:
         never = taken or condition.type in ("false", "nil")
         return taken or condition.type == "true", never
 
+    def v_bracket_index_expression(self, node: Any, scope: _Scope) -> _Steps:
+        table, key = node.child_by_field_name("table"), node.child_by_field_name("field")
+        yield table, scope
+        yield key, scope
+        content = _child_of_type(key, "string_content") if key.type == "string" else None
+        if content is not None:
+            self.global_field(node, table, content.text)
+
+    def global_field(self, node: Any, table: Any, name: bytes) -> None:
+        """Note `node` when it reads KEYS or ARGV as a field of `_G`."""
+        if (
+            name in (b"KEYS", b"ARGV")
+            and table.type == "identifier"
+            and table.text == b"_G"
+            and self.resolved.get(table.id, 0) is None
+            and not self.dead
+        ):
+            self.global_fields[node.id] = node
+
     def v_dot_index_expression(self, node: Any, scope: _Scope) -> _Steps:
         table = node.child_by_field_name("table")
         yield table, scope
+        self.global_field(node, table, node.child_by_field_name("field").text)
         if table.type == "identifier" and self.resolved.get(table.id, 0) is None:
             library = table.text.decode("utf-8")
             fields = LIBRARY_FIELDS.get(library)
@@ -630,6 +661,8 @@ class _Walker:
         def is_table(node: Any) -> bool:
             while node.type == "parenthesized_expression":
                 node = node.named_children[0]
+            if node.id in self.global_fields:
+                return bool(_global_field_name(node) == table.encode())
             if node.type != "identifier" or node.id not in self.resolved:
                 return False
             binding = self.resolved[node.id]
@@ -653,6 +686,9 @@ class _Walker:
         readers = [n for b in self.bindings if id(b) in aliases for n in b.reads]
         if table in GLOBALS:
             readers += [n for n in self.global_reads if n.text == table.encode()]
+        readers += [
+            n for n in self.global_fields.values() if _global_field_name(n) == table.encode()
+        ]
         readers = [n for n in readers if n.id not in self.dead_reads]
         for node in sorted(readers, key=lambda n: (n.start_point.row, n.start_point.column)):
             self.classify(node, use, aliases)
@@ -675,18 +711,84 @@ class _Walker:
             return
         # Handed to an alias (`local k = KEYS`, `f(KEYS)` for a local f): followed through it.
         receiver: _Binding | None = None
+        escapes = False
         if parent.type == "expression_list" and parent.parent.type == "assignment_statement":
             position = _expressions(parent).index(node)
             targets = _expressions(_child_of_type(parent.parent, "variable_list"))
             if position < len(targets):
                 receiver = self.resolved.get(targets[position].id)
+                # Into a table's field or a global: read back where the check cannot see.
+                escapes = targets[position].type != "identifier" or receiver is None
         elif parent.type == "arguments":
-            params = self.local_function_params(parent.parent) or []
-            position = _call_arguments(parent.parent).index(node)
-            receiver = params[position] if position < len(params) else None
+            call = parent.parent
+            position = _call_arguments(call).index(node)
+            read = self.library_read(call, position, point)
+            if read is not None:
+                use.literal += read[0]
+                use.dynamic += read[1]
+                return
+            params = self.local_function_params(call)
+            if params is not None:
+                receiver = params[position] if position < len(params) else None
+                escapes = receiver is None  # into the function's `...`
+            else:
+                # A function of Redis's Lua reads it whole; any other the check cannot follow.
+                escapes = not self.is_library(call.child_by_field_name("name"))
+        elif parent.type == "field":
+            escapes = True  # `{k = KEYS}`: stored in a table
+        elif parent.type == "expression_list" and parent.parent.type == "return_statement":
+            # A script's reply is read whole; a function's result goes where it is called.
+            escapes = _in_function(parent)
         if receiver is not None and id(receiver) in aliases:
             return
-        use.whole.append((point.row, point.column))
+        (use.escaped if escapes else use.whole).append((point.row, point.column))
+
+    def is_library(self, callee: Any) -> bool:
+        """Whether `callee` names a global function or a field of a global table (`unpack`,
+        `cjson.encode`, `redis.call`): Redis's Lua, which reads a table it is given whole."""
+        while callee.type == "dot_index_expression":
+            callee = callee.child_by_field_name("table")
+        return callee.type == "identifier" and self.resolved.get(callee.id, 0) is None
+
+    def library_read(
+        self, call: Any, position: int, point: Any
+    ) -> tuple[list[tuple[int, int, int]], list[Position]] | None:
+        """The reads of a table passed as argument `position` of `call`, when a library function
+        reads known entries of it: `rawget(t, i)` reads `t[i]`; `unpack(t)` as the values of
+        `local a, b = ...` reads `t[1]` and `t[2]`, and inside `select(n, ...)` reads `t[n]`.
+        (literal reads, dynamic reads), or None when the call reads it otherwise."""
+        callee = call.child_by_field_name("name")
+        if callee.type != "identifier" or self.resolved.get(callee.id, 0) is not None:
+            return None
+        arguments = _call_arguments(call)
+        at = (point.row, point.column)
+        if callee.text == b"rawget" and position == 0 and len(arguments) == 2:
+            indexes = self.integers(arguments[1])
+            if indexes is None:
+                return [], [at]
+            return [(index, *at) for index in indexes], []
+        if callee.text != b"unpack" or position != 0 or len(arguments) != 1:
+            return None
+        outer = call.parent
+        if outer.type == "arguments" and _expressions(outer)[-1] == call:
+            selector = outer.parent
+            name = selector.child_by_field_name("name")
+            first = _expressions(outer)[0]
+            if name.type == "identifier" and name.text == b"select" and first != call:
+                start = self.integers(first)
+                if start is not None and len(start) == 1 and start[0] >= 1:
+                    return [(start[0], *at)], []
+            return None
+        if (
+            outer.type == "expression_list"
+            and outer.parent.type == "assignment_statement"
+            and outer.parent.parent.type == "variable_declaration"
+            and _expressions(outer)[-1] == call
+        ):
+            names = _names(_child_of_type(outer.parent, "variable_list"))
+            count = len(names) - (len(_expressions(outer)) - 1)
+            return [(index, *at) for index in range(1, count + 1)], []
+        return None
 
     def integers(self, root: Any) -> tuple[int, ...] | None:
         """Every integer `root` can be, when that is known before the script runs; else None.
@@ -902,6 +1004,22 @@ def _key_positions(call: Any, is_redis_call: bool) -> list[Any]:
     if command in _ALL_KEYS:
         return [a for a in rest if a.type != "function_call"]  # unpack(...) is judged by KEYS
     return []
+
+
+def _global_field_name(node: Any) -> bytes:
+    """`KEYS` for `_G.KEYS` or `_G["KEYS"]`."""
+    key = node.child_by_field_name("field")
+    content = _child_of_type(key, "string_content")
+    return bytes((content if content is not None else key).text)
+
+
+def _in_function(node: Any) -> bool:
+    """Whether `node` is inside a function's body, not at the chunk's top level."""
+    while node is not None:
+        if node.type in ("function_definition", "function_declaration"):
+            return True
+        node = node.parent
+    return False
 
 
 def _is_local(node: Any) -> bool:
