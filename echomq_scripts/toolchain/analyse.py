@@ -885,6 +885,11 @@ class _Walker:
                         bound.add(id(binding))
                 elif current.type in ("string", "number"):
                     direct.add("literal")
+                elif current.type == "function_call" and self.is_string_format(current):
+                    # string.format('emq:{%s}', x) builds its key as 'emq:{' .. x .. '}' does:
+                    # from its format's literal parts and its arguments, not from `string`.
+                    stack.extend(_call_arguments(current))
+                    continue
                 stack.extend(current.named_children)
             walked[node.id] = (direct, bound)
             return direct, bound
@@ -926,6 +931,19 @@ class _Walker:
                 point = argument.start_point
                 result.append((point.row, point.column, kind))
         return result
+
+    def is_string_format(self, call: Any) -> bool:
+        """Whether `call` calls `string.format` of the global `string`."""
+        callee = call.child_by_field_name("name")
+        if callee.type != "dot_index_expression":
+            return False
+        table = callee.child_by_field_name("table")
+        return bool(
+            table.type == "identifier"
+            and table.text == b"string"
+            and self.resolved.get(table.id, 0) is None
+            and callee.child_by_field_name("field").text == b"format"
+        )
 
     def is_redis_call(self, call: Any) -> bool:
         """A call of redis.call / redis.pcall, directly or through a local alias of one
