@@ -732,8 +732,11 @@ class _Walker:
                 receiver = params[position] if position < len(params) else None
                 escapes = receiver is None  # into the function's `...`
             else:
-                # A function of Redis's Lua reads it whole; any other the check cannot follow.
-                escapes = not self.is_library(call.child_by_field_name("name"))
+                # A function of Redis's Lua reads it whole, unless it stores it in a table
+                # (`table.insert(t, KEYS)`); any other function the check cannot follow.
+                callee = call.child_by_field_name("name")
+                escapes = not self.is_library(callee) or callee.text in _STORING
+
         elif parent.type == "field":
             escapes = True  # `{k = KEYS}`: stored in a table
         elif parent.type == "expression_list" and parent.parent.type == "return_statement":
@@ -989,6 +992,9 @@ _FOLDED: dict[str, Callable[[int, int], int]] = {
     "*": lambda a, b: a * b,
 }
 _MAX_FOLDED = 1024
+
+# Functions of Redis's Lua that store a table they are given in another table.
+_STORING = frozenset({b"table.insert", b"rawset"})
 
 # Where a command's keys are among its arguments (after the command name): the first one, the
 # first two, or all of them. Commands not listed are not checked.
