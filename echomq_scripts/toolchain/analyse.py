@@ -317,6 +317,10 @@ class _Walker:
         self.dead_reads: set[int] = set()  # identifier node ids read in such a branch
         # `_G.KEYS`, `_G["ARGV"]`: node id -> the table it reads, as a global read of it would.
         self.global_fields: dict[int, Any] = {}
+        # The table of each `t[i]`: its node id -> the index expression. The checks look a
+        # read's index up here: tree-sitter finds a node's parent by walking down from the root,
+        # which in a long chain (`KEYS[1] + KEYS[1] + ...`) costs the chain's depth per read.
+        self.indexed: dict[int, Any] = {}
 
     def run(self) -> Facts:
         root = self.tree.root_node
@@ -564,6 +568,7 @@ class _Walker:
 
     def v_bracket_index_expression(self, node: Any, scope: _Scope) -> _Steps:
         table, key = node.child_by_field_name("table"), node.child_by_field_name("field")
+        self.indexed[table.id] = node
         yield table, scope
         yield key, scope
         content = _child_of_type(key, "string_content") if key.type == "string" else None
@@ -695,18 +700,16 @@ class _Walker:
         return use
 
     def classify(self, node: Any, use: TableUse, aliases: set[int]) -> None:
-        parent = node.parent
         point = node.start_point
-        if (
-            parent.type == "bracket_index_expression"
-            and parent.child_by_field_name("table") == node
-        ):
-            indexes = self.integers(parent.child_by_field_name("field"))
+        indexed = self.indexed.get(node.id)
+        if indexed is not None:
+            indexes = self.integers(indexed.child_by_field_name("field"))
             if indexes is None:
                 use.dynamic.append((point.row, point.column))
             else:
                 use.literal += [(index, point.row, point.column) for index in indexes]
             return
+        parent = node.parent
         if parent.type == "unary_expression" and parent.children[0].type == "#":
             return
         # Handed to an alias (`local k = KEYS`, `f(KEYS)` for a local f): followed through it.
