@@ -2,7 +2,7 @@
 BIN := .venv/bin
 STAMP := .venv/.installed
 
-.PHONY: build test soak lint bench golden clean
+.PHONY: build test soak lint bench golden docs-update clean
 
 $(STAMP): pyproject.toml
 	tools/setup.sh venv
@@ -37,6 +37,12 @@ bench: $(STAMP)
 # Rewrite the expected findings of tests/fixtures after a deliberate change; review the diff.
 golden: $(STAMP)
 	$(BIN)/python tests/regen_golden.py
+
+# Rewrite the output that README.md's and docs/*.md's examples show, where it differs from what
+# they print now (tests/support/docs.py); review the diff.
+docs-update: $(STAMP)
+	tools/setup.sh redis
+	$(BIN)/pytest --update-docs README.md docs
 
 clean:
 	rm -rf build .venv .mypy_cache .ruff_cache .pytest_cache

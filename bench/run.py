@@ -39,6 +39,7 @@ from timing import Measurement, Plan, child_environment, measure_rounds
 REPO = Path(__file__).resolve().parent.parent
 COLD_TARGET_MS = 150.0  # cold build of all of lua_src/, whole process
 NOOP_TARGET_MS = 30.0  # no-op rebuild, whole process
+BULLMQ_COLD_TARGET_MS = 400.0  # cold build of BullMQ's published tree (64 scripts, 72 includes)
 _PACKAGES = (
     "echomq-scripts",
     "click",
@@ -62,8 +63,9 @@ class Bench:
     runs: int
     scratch: Path
 
-    def build_command(self, src: Path, out: Path, cache: Path) -> list[str]:
-        return [self.cli, "build", "--src", str(src), "--out", str(out), "--cache-dir", str(cache)]
+    def build_command(self, dirs: BuildDirs) -> list[str]:
+        paths = ["--src", str(dirs.src), "--out", str(dirs.out), "--cache-dir", str(dirs.cache)]
+        return [self.cli, "build", *paths, *dirs.options]
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class BuildDirs:
     src: Path
     out: Path
     cache: Path
+    options: tuple[str, ...] = ()  # more of the command line (BullMQ's tree: --ignore)
 
 
 def _progress(message: str) -> None:
@@ -88,10 +91,10 @@ def _fresh(dirs: BuildDirs) -> Callable[[], None]:
     return reset
 
 
-def _dirs(bench: Bench, label: str, src: Path) -> BuildDirs:
+def _dirs(bench: Bench, label: str, src: Path, options: tuple[str, ...] = ()) -> BuildDirs:
     work = bench.scratch / label
     work.mkdir(parents=True, exist_ok=True)
-    return BuildDirs(src, work / "out", work / "cache")
+    return BuildDirs(src, work / "out", work / "cache", options)
 
 
 # -- rows -------------------------------------------------------------------------------------
@@ -115,7 +118,7 @@ def floor_plans(bench: Bench) -> list[Plan]:
 def cold_plan(
     bench: Bench, name: str, dirs: BuildDirs, scripts: int, target: float | None = None
 ) -> Plan:
-    command = bench.build_command(dirs.src, dirs.out, dirs.cache)
+    command = bench.build_command(dirs)
     expect = ("wrote", f"({scripts} scripts, {scripts} analysed, 0 from cache)")
     row = Measurement(name, "build", command, target_ms=target)
     return Plan(row, bench.env, prepare=_fresh(dirs), expect=expect)
@@ -131,7 +134,7 @@ def noop_plan(
     note: str = "",
 ) -> Plan:
     """The warm-up round makes the build; every timed run must find it up to date."""
-    command = bench.build_command(dirs.src, dirs.out, dirs.cache)
+    command = bench.build_command(dirs)
     row = Measurement(name, "build", command, target_ms=target, note=note)
     return Plan(row, env or bench.env, prepare, expect=("up to date", " 0 analysed"))
 
@@ -188,6 +191,37 @@ def _strip_package_bytecode(bench: Bench) -> Callable[[], None]:
     return strip
 
 
+def bullmq_plans(bench: Bench) -> list[Plan]:
+    """BullMQ's published tree (npm `bullmq`, pinned as the tests pin it), built with the
+    codes its scripts need ignored; no rows, with a note, when npm cannot fetch it."""
+    from tests.support.bullmq_package import (
+        CACHE_NAME,
+        IGNORED,
+        VERSION,
+        PackageDamaged,
+        PackageUnavailable,
+        unpack_commands,
+    )
+
+    try:
+        # The tests' copy: pytest's cache directory, so one fetch serves both.
+        src = unpack_commands(REPO / ".pytest_cache" / "d" / CACHE_NAME, bench.scratch / "bullmq")
+    except (PackageUnavailable, PackageDamaged) as exc:
+        _progress(f"no BullMQ rows: {exc}")
+        return []
+    count = sum(1 for p in src.glob("*.lua") if p.is_file())
+    options = ("--ignore", ",".join(IGNORED))
+    label = f"BullMQ {VERSION} dist/cjs/commands/"
+    cold_dirs = _dirs(bench, "bullmq-cold", src, options)
+    cold = cold_plan(
+        bench, f"cold build, {label} ({count} scripts)", cold_dirs, count, BULLMQ_COLD_TARGET_MS
+    )
+    noop = noop_plan(
+        bench, f"no-op rebuild, {label}", _dirs(bench, "bullmq-noop", src, options), NOOP_TARGET_MS
+    )
+    return [cold, noop]
+
+
 def growth_plans(bench: Bench, sizes: Sequence[int]) -> tuple[list[Plan], list[Plan], list[Path]]:
     """Cold and no-op builds of a generated tree of each size; also their output dirs."""
     cold: list[Plan] = []
@@ -209,7 +243,7 @@ def import_profile(bench: Bench, dirs: BuildDirs, runs: int) -> imports.ImportPr
         bench.python,
         "-X",
         "importtime",
-        *bench.build_command(dirs.src, dirs.out, dirs.cache),
+        *bench.build_command(dirs),
     ]
     return imports.profile(command, bench.env, runs)
 
@@ -354,9 +388,10 @@ class Outcome:
 def run_all(bench: Bench, args: argparse.Namespace) -> Outcome:
     floors = floor_plans(bench)
     lua_plans, lua_dirs = lua_src_plans(bench)
+    foreign = bullmq_plans(bench)
     cold, noop, outs = growth_plans(bench, args.sizes)
     growth = [p for pair in zip(cold, noop, strict=True) for p in pair]
-    plans = [*floors, *lua_plans, *growth]
+    plans = [*floors, *lua_plans, *foreign, *growth]
     measure_rounds(plans, args.runs, _progress)
     profile = import_profile(bench, lua_dirs, args.import_runs)
     script_dirs = [lua_dirs.out / "scripts"] + ([outs[-1] / "scripts"] if outs else [])

@@ -1,5 +1,6 @@
-"""Shared fixtures: one private redis-server per test session, flushed before each test; a
-cluster when a test asks for one. What a missing server means: tests/support/environment.py."""
+"""Shared fixtures: a client of the session's private redis-server (started by the root
+conftest.py, which the documentation's examples share), flushed before each test; a cluster when
+a test asks for one. What a missing server means: tests/support/environment.py."""
 
 from __future__ import annotations
 
@@ -9,27 +10,10 @@ import pytest
 import redis
 import redis.cluster
 
-from tests.support.environment import redis_binary, start_cluster
 from tests.support.invariants import Client
 from tests.support.queue_harness import Queue
 from tests.support.redis_cluster import RedisCluster
 from tests.support.redis_server import RedisServer
-
-
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[RedisServer]:
-    # A server that exists but does not start raises, which fails the tests that need it.
-    server = RedisServer(redis_binary()).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def redis_cluster() -> Iterator[RedisCluster]:
-    """The session's cluster, started once when a test asks for it."""
-    cluster = start_cluster()
-    yield cluster
-    cluster.stop()
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ from tests.support.golden import PROJECTS, check_output, project_names
 
 def main() -> None:
     for name in project_names():
-        _, stderr = check_output(PROJECTS / name)
-        (PROJECTS / name / "expected.txt").write_text(stderr, encoding="utf-8")
-        print(f"{name}: {stderr.count(chr(10))} lines")
+        _, stdout = check_output(PROJECTS / name)
+        (PROJECTS / name / "expected.txt").write_text(stdout, encoding="utf-8")
+        print(f"{name}: {stdout.count(chr(10))} lines")
 
 
 if __name__ == "__main__":

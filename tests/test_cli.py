@@ -27,6 +27,12 @@ def in_tmp(tmp_path: Path) -> Iterator[Path]:
     os.chdir(previous)
 
 
+# What `check` and `build` print for the fixture project "locals": seven warnings and a summary.
+LOCALS = (REPO / "tests/fixtures/projects/locals/expected.txt").read_text(encoding="utf-8")
+UP_TO_DATE = "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
+WROTE_TWO = "wrote build (3 scripts, 2 analysed, 1 from cache)\n"
+
+
 def invoke(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args))
 
@@ -66,8 +72,9 @@ def test_findings_exit_1_and_build_writes_nothing(in_tmp: Path) -> None:
     os.chdir(in_tmp / "keys")
     result = invoke("build", "--no-cache")
     assert result.exit_code == 1
-    assert "[keys-range]" in result.stderr
-    assert result.stderr.endswith("9 error(s), 3 warning(s)\n")
+    assert "[keys-range]" in result.stdout
+    assert result.stdout.endswith("\nFound 9 errors and 3 warnings in 9 files.\n")
+    assert result.stderr == ""
     assert not (in_tmp / "keys" / "build").exists()
 
 
@@ -288,12 +295,13 @@ def test_a_key_count_above_the_limit_is_refused_before_any_work(in_tmp: Path) ->
     Path("lua_src/a-99999999999.lua").write_text("return unpack(KEYS)\n")
     done = run_cli("build", "--no-cache")
     assert done.returncode == 1
-    assert done.stderr.splitlines() == [
+    assert done.stdout.splitlines() == [
         "lua_src/a-99999999999.lua:1:1: error: the filename declares 99999999999 keys, more than"
         " the 1024 a script may take: declare a longer or varying list of keys with '@key...'"
         " in the header [keys-limit]",
-        "1 error(s), 0 warning(s)",
+        "Found 1 error in 1 file.",
     ]
+    assert done.stderr == ""
     assert not Path("build").exists()
 
 
@@ -303,7 +311,7 @@ def test_the_key_limit_is_1024(in_tmp: Path, keys: int, refused: bool) -> None:
     Path(f"lua_src/a-{keys}.lua").write_text("return unpack(KEYS)\n")
     result = invoke("check", "--no-cache")
     assert result.exit_code == (1 if refused else 0)
-    assert ("[keys-limit]" in result.stderr) is refused
+    assert ("[keys-limit]" in result.stdout) is refused
 
 
 def test_an_argv_index_above_the_limit_without_a_header_is_refused(in_tmp: Path) -> None:
@@ -316,7 +324,7 @@ def test_an_argv_index_above_the_limit_without_a_header_is_refused(in_tmp: Path)
     assert (
         "lua_src/a-0.lua:1:8: error: ARGV[99999999999] is past the 1024 arguments a script"
         " without a header may read: declare a varying list with '@arg...' in a header"
-        " [argv-limit]" in done.stderr.splitlines()
+        " [argv-limit]" in done.stdout.splitlines()
     )
     assert not Path("build").exists()
 
@@ -327,7 +335,7 @@ def test_the_positional_argv_limit_is_1024(in_tmp: Path, index: int, refused: bo
     Path("lua_src/a-0.lua").write_text(f"return ARGV[{index}]\n")
     result = invoke("check", "--no-cache")
     assert result.exit_code == (1 if refused else 0)
-    assert ("[argv-limit]" in result.stderr) is refused
+    assert ("[argv-limit]" in result.stdout) is refused
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
@@ -341,7 +349,7 @@ def test_named_pipes_in_the_sources_are_reported_or_ignored_never_read(in_tmp: P
     Path("lua_src/user-0.lua").write_text('--- @include "includes/piped"\nreturn 1\n')
     done = run_cli("build", "--no-cache")
     assert done.returncode == 1
-    assert [line for line in done.stderr.splitlines() if "[read-error]" in line] == [
+    assert [line for line in done.stdout.splitlines() if "[read-error]" in line] == [
         "lua_src/includes/piped.lua:1:1: error: cannot read the file: it is a named pipe, not a"
         " regular file [read-error]",
         "lua_src/pipe-0.lua:1:1: error: cannot read the file: it is a named pipe, not a regular"
@@ -363,7 +371,7 @@ def test_settings_are_found_when_src_is_the_current_directory(in_tmp: Path) -> N
     os.chdir(in_tmp / "require-header" / "lua_src")
     result = invoke("check", "--src", ".", "--no-cache")
     assert result.exit_code == 1
-    assert "error: script has no header" in result.stderr
+    assert "error: script has no header" in result.stdout
 
 
 def test_unchanged_rebuild_replays_the_stamped_build(in_tmp: Path) -> None:
@@ -372,13 +380,12 @@ def test_unchanged_rebuild_replays_the_stamped_build(in_tmp: Path) -> None:
     cache = str(in_tmp / "cache")
     first = invoke("build", "--cache-dir", cache)
     assert first.exit_code == 0
-    assert first.stdout == "wrote build (3 scripts, 3 analysed, 0 from cache)\n"
+    assert first.stdout == LOCALS + "wrote build (3 scripts, 3 analysed, 0 from cache)\n"
     again = invoke("build", "--cache-dir", cache)
     assert again.exit_code == 0
-    assert again.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
     # The warnings of the stamped build are printed again, in either format.
-    assert again.stderr == first.stderr
-    assert "[shadowed-local]" in again.stderr
+    assert again.stdout == LOCALS + UP_TO_DATE
+    assert again.stderr == first.stderr == ""
     as_json = invoke("build", "--cache-dir", cache, "--format", "json")
     assert {f["code"] for f in json.loads(as_json.stdout)} == {"unused-local", "shadowed-local"}
 
@@ -390,12 +397,14 @@ def test_any_changed_input_or_output_defeats_the_stamp(in_tmp: Path) -> None:
     assert invoke("build", "--cache-dir", cache).exit_code == 0
     include = Path("lua_src/includes/countJob.lua")
     include.write_text(include.read_text() + "-- changed\n")
-    assert invoke("build", "--cache-dir", cache).stdout.startswith("wrote build")
+    assert invoke("build", "--cache-dir", cache).stdout == LOCALS + WROTE_TWO
     # An output edited by hand is put back.
     script = Path("build/scripts/locals-1.lua")
     original = script.read_bytes()
     script.write_text("return 0\n")
-    assert invoke("build", "--cache-dir", cache).stdout.startswith("wrote build")
+    assert invoke("build", "--cache-dir", cache).stdout == (
+        LOCALS + "wrote build (3 scripts, 0 analysed, 3 from cache)\n"
+    )
     assert script.read_bytes() == original
     # A setting in pyproject.toml counts as an input: strict now fails on the warnings.
     Path("pyproject.toml").write_text("[tool.echomq-scripts]\nstrict = true\n")
@@ -420,11 +429,11 @@ def test_stamped_findings_follow_how_src_is_spelled(in_tmp: Path) -> None:
     copy_fixture("locals", in_tmp)
     os.chdir(in_tmp / "locals")
     cache = str(in_tmp / "cache")
-    assert "lua_src/locals-1.lua:5:7" in invoke("build", "--cache-dir", cache).stderr
+    assert "lua_src/locals-1.lua:5:7" in invoke("build", "--cache-dir", cache).stdout
     os.chdir("lua_src")
     inside = invoke("build", "--src", ".", "--out", "../build", "--cache-dir", cache)
     assert inside.exit_code == 0
-    assert "\nlocals-1.lua:5:7: warning" in "\n" + inside.stderr
+    assert "\nlocals-1.lua:5:7: warning" in "\n" + inside.stdout
 
 
 @pytest.mark.parametrize("where", ["lua_src/.cache", "build/.cache"])
@@ -477,9 +486,17 @@ def test_console_replay_answers_as_the_full_command_does(in_tmp: Path) -> None:
     first = run_console("build", "--cache-dir", cache)
     assert (first.returncode, first.stdout) == (
         0,
-        "wrote build (3 scripts, 3 analysed, 0 from cache)\n",
+        LOCALS + "wrote build (3 scripts, 3 analysed, 0 from cache)\n",
     )
-    for options in ([], ["--format", "json"], ["--format=json", "--no-strict"]):
+    for options in (
+        [],
+        ["--format", "json"],
+        ["--format=json", "--no-strict"],
+        ["--format", "github"],
+        ["-q"],
+        ["--quiet", "--color", "always"],
+        ["--color=never"],
+    ):
         run_console("build", f"--cache-dir={cache}", *options)  # records this command line
         quick = replay_probe("build", f"--cache-dir={cache}", *options)
         full = invoke("build", "--cache-dir", cache, *options)
@@ -488,8 +505,7 @@ def test_console_replay_answers_as_the_full_command_does(in_tmp: Path) -> None:
     # The answer came from the replay alone, without click, pathlib, json, re or typing.
     probe = replay_probe("build", "--cache-dir", cache)
     assert probe.returncode == 10
-    assert probe.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
-    assert "[shadowed-local]" in probe.stderr
+    assert probe.stdout == LOCALS + UP_TO_DATE
 
 
 def test_console_replays_only_the_identical_command_line(in_tmp: Path) -> None:
@@ -504,7 +520,7 @@ def test_console_replays_only_the_identical_command_line(in_tmp: Path) -> None:
     assert replay_probe("build", f"--cache-dir={cache}").returncode == 9
     assert replay_probe("check", "--cache-dir", cache).returncode == 9
     respelt = run_console("build", f"--cache-dir={cache}")
-    assert respelt.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
+    assert respelt.stdout == LOCALS + UP_TO_DATE
     assert replay_probe("build", f"--cache-dir={cache}").returncode == 10
     os.chdir("lua_src")
     assert replay_probe("build", "--cache-dir", cache).returncode == 9
@@ -514,7 +530,7 @@ def test_console_replays_only_the_identical_command_line(in_tmp: Path) -> None:
     include.write_text(include.read_text() + "-- changed\n")
     assert replay_probe("build", "--cache-dir", cache).returncode == 9
     rebuilt = run_console("build", "--cache-dir", cache)
-    assert rebuilt.stdout == "wrote build (3 scripts, 2 analysed, 1 from cache)\n"
+    assert rebuilt.stdout == LOCALS + WROTE_TWO
     assert replay_probe("build", "--cache-dir", cache).returncode == 10
     Path("build/scripts/locals-1.lua").write_text("return 0\n")
     assert replay_probe("build", "--cache-dir", cache).returncode == 9
@@ -550,7 +566,7 @@ def test_console_replay_follows_a_repointed_symlink(in_tmp: Path) -> None:
     assert replay_probe("build", "--cache-dir", cache, "--out", "out").returncode == 9
     failed = run_console("build", "--cache-dir", cache, "--out", "out")
     assert failed.returncode == 1
-    assert "[syntax]" in failed.stderr
+    assert "[syntax]" in failed.stdout
 
 
 def test_no_command_line_record_lands_in_the_sources_or_the_output(
@@ -562,7 +578,7 @@ def test_no_command_line_record_lands_in_the_sources_or_the_output(
     cache = str(in_tmp / "cache")
     assert run_console("build", "--cache-dir", cache).returncode == 0
     again = run_console("build", "--cache-dir", cache)
-    assert again.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
+    assert again.stdout == LOCALS + UP_TO_DATE
     assert not Path("build/.cache").exists()
 
 
@@ -573,7 +589,7 @@ def test_a_failing_build_is_reported_once(in_tmp: Path) -> None:
     strict = run_console("build", "--cache-dir", cache, "--strict")
     full = invoke("build", "--cache-dir", cache, "--strict")
     assert (strict.returncode, strict.stdout, strict.stderr) == (1, full.stdout, full.stderr)
-    assert strict.stderr.count(" warning(s)\n") == 1  # one summary: the build ran once
+    assert strict.stdout.count("Found ") == 1  # one summary: the build ran once
     assert replay_probe("build", "--cache-dir", cache, "--strict").returncode == 9
     refused = run_console("build", "--cache-dir", "lua_src/.cache")
     assert refused.returncode == 2
@@ -590,14 +606,14 @@ def test_console_hands_everything_else_to_the_full_command(in_tmp: Path) -> None
     include = Path("lua_src/includes/countJob.lua")
     include.write_text(include.read_text() + "-- changed\n")
     rebuilt = run_console("build", "--cache-dir", cache)
-    assert rebuilt.stdout == "wrote build (3 scripts, 2 analysed, 1 from cache)\n"
+    assert rebuilt.stdout == LOCALS + WROTE_TWO
     assert "-- changed" in Path("build/scripts/acrossFiles-1.lua").read_text()
     misspelt = run_console("build", "--cache-dir", cache, "--sorce", "x")
     assert misspelt.returncode == 2
     assert "No such option '--sorce'" in misspelt.stderr
     assert run_console("build", "--cache-dir", cache, "--format", "xml").returncode == 2
     checked = run_console("build", "--cache-dir", cache, "--check")
-    assert (checked.returncode, checked.stdout) == (0, "")
+    assert (checked.returncode, checked.stdout) == (0, LOCALS)
     assert "Usage: echomq-scripts build" in run_console("build", "--help").stdout
 
 
@@ -608,7 +624,7 @@ def _stamp_damages() -> list[bytes]:
     def sealed(payload: bytes) -> bytes:  # a checksum that matches: only the payload is wrong
         return hashlib.sha256(payload).digest() + payload
 
-    wrong_shape = {"format": 2, "outputs": {}, "findings": 1, "scripts": 3}
+    wrong_shape = {"format": 3, "outputs": {}, "findings": 1, "scripts": 3}
     return [
         b"",
         b"\x00garbage",
@@ -638,7 +654,7 @@ def test_a_damaged_stamp_is_a_miss_for_both_paths(in_tmp: Path, damage: bytes) -
     # writes nothing) and stamps again.
     quick = run_console("build", "--cache-dir", str(cache))
     assert quick.returncode == 0
-    assert quick.stdout == "up to date: build (3 scripts, 0 analysed, 3 from cache)\n"
+    assert quick.stdout == LOCALS + UP_TO_DATE
     assert "Traceback" not in quick.stderr
     assert stamped() == good
     stamps[0].write_bytes(damage)
@@ -660,10 +676,7 @@ def test_a_damaged_command_line_record_is_a_miss(
     record.write_bytes(damage)
     assert replay_probe("build", "--cache-dir", cache).returncode == 9
     again = run_console("build", "--cache-dir", cache)
-    assert (again.returncode, again.stdout) == (
-        0,
-        "up to date: build (3 scripts, 0 analysed, 3 from cache)\n",
-    )
+    assert (again.returncode, again.stdout) == (0, LOCALS + UP_TO_DATE)
     assert "Traceback" not in again.stderr
     assert record.read_bytes() == good  # recorded afresh, as it was
 
@@ -701,7 +714,8 @@ def test_findings_count_lines_as_lua_does(in_tmp: Path, end: bytes) -> None:
     (src / "c-0.lua").write_bytes(end.join([*lines[:2], b"return '\xff'"]) + end)
     result = invoke("check", "--src", "lua_src", "--no-cache")
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[:-1] == [
+    assert result.stderr == ""
+    assert result.stdout.splitlines()[:-1] == [
         "lua_src/a-0.lua:1:1: warning: script has no header (see docs/authoring.md)"
         " [header-missing]",
         "lua_src/a-0.lua:2:7: warning: local 'x' is never read [unused-local]",
@@ -734,14 +748,15 @@ def test_control_characters_in_names_keep_each_finding_on_one_line(in_tmp: Path)
     (src / "uses-0.lua").write_text('--- @include "includes/tab\there"\nreturn one()\n')
     text = invoke("check", "--src", "lua_src", "--no-cache")
     assert text.exit_code == 1
-    assert text.stderr.splitlines() == [
+    assert text.stderr == ""
+    assert text.stdout.splitlines() == [
         "lua_src/bad\\nname.lua:1:1: error: script file 'bad\\nname.lua' is not named"
         " <name>-<N>.lua, where N is its number of KEYS (shared code belongs in includes/)"
         " [bad-filename]",
         "lua_src/includes/tab\\there.lua:2:9: warning: local 'unused' is never read [unused-local]",
         "lua_src/uses-0.lua:1:1: warning: script has no header (see docs/authoring.md)"
         " [header-missing]",
-        "1 error(s), 2 warning(s)",
+        "Found 1 error and 2 warnings in 3 files.",
     ]
     found = json.loads(invoke("check", "--src", "lua_src", "--no-cache", "--format", "json").stdout)
     assert [f["path"] for f in found] == [

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import get_args
 
 import pytest
 import redis
@@ -25,6 +26,7 @@ from echomq_scripts.toolchain.naming import (
     RESERVED,
     WRAPPER_BUILTINS,
     WRAPPER_LOCALS,
+    module_names,
     snake_case,
     wrapper_globals,
 )
@@ -128,8 +130,14 @@ def test_naming_knows_every_name_the_wrappers_code_uses(edges: tuple[Path, Modul
 
 def build_in(project: Path, script: str, text: str) -> Result:
     """`echomq-scripts build` of a project of one script, whose wrappers go to emq_names."""
+    return build_tree(project, {script: text})
+
+
+def build_tree(project: Path, scripts: dict[str, str]) -> Result:
+    """`echomq-scripts build` of a project of these scripts, whose wrappers go to emq_names."""
     (project / "lua_src").mkdir()
-    (project / "lua_src" / script).write_text(text)
+    for script, text in scripts.items():
+        (project / "lua_src" / script).write_text(text)
     (project / "emq_names").mkdir()
     (project / "emq_names" / "__init__.py").write_text("")
     (project / "pyproject.toml").write_text(
@@ -166,8 +174,15 @@ def build_in(project: Path, script: str, text: str) -> Result:
             "3:10: error: key '_job' and key 'job' (line 2) would both be the field 'job':"
             " rename one of them",
         ),
+        # Script `script`, argument `spec`: the alias ScriptSpec would replace the import.
+        (
+            "script-0.lua",
+            "--- @arg spec  enum(a|b)  a value\n",
+            "2:10: error: argument 'spec' would make 'ScriptSpec', a name the generated module"
+            " imports or defines for itself: rename it",
+        ),
     ],
-    ids=["local", "renamed-parameter", "underscored-key"],
+    ids=["local", "renamed-parameter", "underscored-key", "imported-alias"],
 )
 def test_header_names_that_would_break_the_wrapper_are_refused(
     tmp_path: Path, script: str, header: str, finding: str
@@ -177,7 +192,10 @@ def test_header_names_that_would_break_the_wrapper_are_refused(
     text = f"--- Echoes.\n{header}--- @return string  x\n{reads}return {values}\n"
     result = build_in(tmp_path, script, text)
     assert result.exit_code == 1
-    assert result.stderr == f"lua_src/{script}:{finding} [header-names]\n1 error(s), 0 warning(s)\n"
+    assert (result.stdout, result.stderr) == (
+        f"lua_src/{script}:{finding} [header-names]\nFound 1 error in 1 file.\n",
+        "",
+    )
     assert not (tmp_path / "emq_names" / "generated").exists()
 
 
@@ -334,3 +352,96 @@ def test_a_current_package_is_not_rendered_again(tmp_path: Path) -> None:
     script.write_text(script.read_text() + "-- changed\n")
     assert build() == "True"
     assert not scripts.read_text().endswith("# edited\n")
+
+
+def script_text(summary: str, header: str = "") -> str:
+    """A script of no keys that declares `header`'s arguments and reads them all."""
+    values = " .. ".join(f"ARGV[{i}]" for i in range(1, header.count("@arg") + 1)) or "'x'"
+    return f"--- {summary}.\n{header}--- @return string  x\nreturn {values}\n"
+
+
+def test_generated_names_of_two_scripts_that_would_meet_are_refused(tmp_path: Path) -> None:
+    pause = "--- @arg pause  enum(yes|no)  whether to pause\n"
+    result = build_tree(
+        tmp_path,
+        {
+            "foo-0.lua": script_text("Foo", pause),
+            "fooPause-0.lua": script_text("Pauses"),  # its Script object: _FOO_PAUSE
+            "FooBar-0.lua": script_text("One"),
+            "fooBar-0.lua": script_text("Two"),  # both foo_bar, FooBarKeys, _FOO_BAR, ...
+            "fooAsync-0.lua": script_text("Async"),  # foo_async: foo's asyncio wrapper
+        },
+    )
+    assert (result.exit_code, result.stdout.splitlines()) == (
+        1,
+        [
+            "lua_src/foo-0.lua:2:10: error: the values of argument 'pause' of script 'foo' and the"
+            " Script object of script 'fooPause' (fooPause-0.lua) would both be '_FOO_PAUSE' in"
+            " the generated Python: rename one of them [header-names]",
+            "lua_src/fooAsync-0.lua:1:1: error: the wrapper of script 'fooAsync' and the asyncio"
+            " wrapper of script 'foo' (foo-0.lua) would both be 'foo_async' in the generated"
+            " Python: rename one of them [duplicate-script]",
+            "lua_src/fooBar-0.lua:1:1: error: the wrapper of script 'fooBar' and the wrapper of"
+            " script 'FooBar' (FooBar-0.lua) would both be 'foo_bar' in the generated Python:"
+            " rename one of them [duplicate-script]",
+            "Found 3 errors in 3 files.",
+        ],
+    )
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert not (tmp_path / "emq_names" / "generated").exists()
+
+
+def test_names_that_only_nearly_meet_make_a_package_that_imports_and_type_checks(
+    tmp_path: Path,
+) -> None:
+    pause = "--- @arg pause  enum(yes|no)  whether to pause\n"
+    result = build_tree(
+        tmp_path,
+        {
+            "foo-0.lua": script_text("Foo", pause),  # _FOO_PAUSE, FooPause
+            "fooPaused-0.lua": script_text("Pauses"),  # _FOO_PAUSED, FooPausedKeys
+            "fooKeys-0.lua": script_text("Keys"),  # foo_keys: foo's keys are not templated
+            "fooAsyncs-0.lua": script_text("Asyncs"),  # foo_asyncs
+        },
+    )
+    assert (result.exit_code, result.stderr) == (0, "")
+    package = tmp_path / "emq_names"
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(package)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module("emq_names.generated")
+        assert [s.spec.name for s in module.SCRIPTS] == ["foo", "fooAsyncs", "fooKeys", "fooPaused"]
+        assert get_args(module.FooPause) == ("yes", "no")
+        scripts = importlib.import_module("emq_names.generated.scripts")
+        assert module.SCRIPTS[0] is scripts._FOO  # not replaced by a clashing name
+        assert module.foo_keys.__doc__.startswith("Keys.")
+        assert module.foo_asyncs.__doc__.startswith("Asyncs.")
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith("emq_names")]:
+            del sys.modules[name]
+
+
+def test_module_names_lists_every_name_the_module_defines(edges: tuple[Path, ModuleType]) -> None:
+    """naming.module_names, which the clash check compares across scripts, is every name a
+    script adds to scripts.py: a template that defines another must add it there."""
+    project, _ = edges
+    shared = {"SCRIPTS", "load_all", "load_all_async"}
+    for root, package in ((project, project / "emq_edges"), (REPO, REPO / "echomq_scripts")):
+        scripts = check(load_config(root / "lua_src"), AnalysisCache(None)).scripts
+        listed = [name for s in scripts for name in module_names(s.resolved.entry.name, s.header)]
+        tree = ast.parse((package / "generated" / "scripts.py").read_text())
+        defined = set()
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                defined.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                defined |= {t.id for t in targets if isinstance(t, ast.Name)}
+        assert sorted(listed) == sorted(defined - shared)

@@ -15,8 +15,8 @@ from tests.support.golden import PROJECTS, check_output, project_names
 @pytest.mark.parametrize("name", project_names())
 def test_project_findings_match_golden(name: str) -> None:
     expected = (PROJECTS / name / "expected.txt").read_text(encoding="utf-8")
-    exit_code, stderr = check_output(PROJECTS / name)
-    assert stderr == expected
+    exit_code, stdout = check_output(PROJECTS / name)
+    assert stdout == expected
     assert exit_code == (1 if ": error: " in expected else 0)
 
 

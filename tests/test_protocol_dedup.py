@@ -321,19 +321,6 @@ def test_the_worked_timeline_of_protocol_md_is_what_the_scripts_answer(q: Queue)
     assert replies == documented
 
 
-def test_the_dedup_example_of_python_md_runs(q: Queue) -> None:
-    """docs/python.md, "Deduplication": its example adds a job, reads its holder and releases
-    the id."""
-    section = (DOCS / "python.md").read_text().split("\n## Deduplication\n", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    scope: dict[str, object] = {"r": q.r, "g": g}
-    exec(compile(code, "docs/python.md", "exec"), scope)
-    mail = Queue(q.r, "mail")
-    assert scope["holder"] == "1"
-    assert mail.check() == {"1": "delayed"}
-    assert mail.r.exists(mail.key("de:digest-42")) == 0
-
-
 def test_a_dedup_next_key_of_another_name_is_refused(q: Queue) -> None:
     q.add("h", dedup_id="d")
     with pytest.raises(LuaError, match="are not the keys of deduplication id 'd'"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +20,6 @@ from echomq_scripts.runtime import ArgumentError, LuaError
 from tests.support.invariants import NOW, text
 from tests.support.queue_harness import Queue
 
-DOCS = Path(__file__).parent.parent / "docs"
 POLICIES = [
     "failParentOnFailure",
     "ignoreDependencyOnFailure",
@@ -716,28 +714,6 @@ def test_the_same_id_twice_or_a_delayed_parent_is_refused_before_anything_is_sen
     with pytest.raises(ArgumentError, match="children and a delay"):
         add_flow(q.r, q.node("p", q.node(), delay=5), now=NOW)
     assert q.check() == {}
-
-
-def test_the_flow_example_of_python_md_prints_what_it_says(
-    q: Queue, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """docs/python.md, "Flows": its example runs as shown, on a new queue, and prints what its
-    comment says."""
-    section = (DOCS / "python.md").read_text().split("\n## Flows\n", 1)[1].split("\n## ", 1)[0]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    printed = re.search(r"print\(.*\)  # (.*) on a new queue", code)
-    assert printed is not None
-    scope = {"r": q.r}
-    exec(compile(code, "docs/python.md", "exec"), scope)
-    assert capsys.readouterr().out == printed.group(1) + "\n"
-    assert Queue(q.r, "mail").check() == {"1": "waiting-children", "2": "wait", "3": "prioritized"}
-    # The next example removes the flow, in as many calls as it prints.
-    removing = section.split("```python\n")[2].split("```", 1)[0]
-    said = re.search(r"print\(calls\)  # (\d+)", removing)
-    assert said is not None
-    exec(compile(removing, "docs/python.md", "exec"), scope)
-    assert capsys.readouterr().out == said.group(1) + "\n"
-    assert Queue(q.r, "mail").check() == {}
 
 
 def test_add_flow_async_adds_the_same_flow_on_redis_asyncio(q: Queue) -> None:

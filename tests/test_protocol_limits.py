@@ -5,16 +5,12 @@ removeRateLimitKey-1."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import redis
 
 from echomq_scripts import generated as g
 from echomq_scripts.runtime import ArgumentError, LuaError
 from tests.support.queue_harness import Queue
-
-DOCS = Path(__file__).parent.parent / "docs"
 
 
 def test_the_queues_concurrency_caps_every_worker(q: Queue) -> None:
@@ -141,17 +137,3 @@ def test_a_key_that_is_not_the_queues_own_is_refused(
         Queue(r, "q").raw(script, [key], args)
     assert r.get("emq:{q}:7:lock") == b"t"
     assert r.exists("emq:{q}:wait", "emq:{q}:7", "emq:{q}:meta", "meta") == 0
-
-
-def test_the_limits_example_of_python_md_prints_what_it_says(
-    q: Queue, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """docs/python.md, "The queue's limits and metrics": its example, on a new queue, prints the
-    block below it."""
-    section = (DOCS / "python.md").read_text().split("\n## The queue's limits and metrics\n")[1]
-    blocks = section.split("```")
-    code = blocks[1].removeprefix("python\n")
-    printed = blocks[3].lstrip("\n")  # the plain block after the code
-    exec(compile(code, "docs/python.md", "exec"), {"r": q.r, "g": g})
-    assert capsys.readouterr().out == printed
-    assert Queue(q.r, "mail").hash("meta") == {"concurrency": "4", "max": "100", "duration": "1000"}

@@ -317,22 +317,6 @@ def test_the_worked_timeline_of_protocol_md_is_what_the_scripts_answer(q: Queue)
     assert replies == documented
 
 
-def test_the_scheduler_example_of_python_md_runs(q: Queue) -> None:
-    """docs/python.md, "Job schedulers": its example, on a new queue, makes both schedulers."""
-    section = (DOCS / "python.md").read_text().split("\n## Job schedulers\n", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    exec(compile(code, "docs/python.md", "exec"), {"r": q.r, "now_ms": NOW})
-    mail = Queue(q.r, "mail")
-    assert {s: mail_scheduler["next"] for s, mail_scheduler in schedulers_of(mail).items()} == {
-        "digest": str(next_run("0 9 * * *", "Europe/Berlin", NOW - 1)),
-        "poll": str(NOW),
-    }
-    assert mail.check() == {
-        iteration("digest", next_run("0 9 * * *", "Europe/Berlin", NOW - 1)): "delayed",
-        iteration("poll", NOW): "wait",
-    }
-
-
 def schedulers_of(q: Queue) -> dict[str, dict[str, str]]:
     count, page = g.get_job_schedulers(q.r, queue=q.name, start=0, count=100, asc=True)
     assert count == len(page)

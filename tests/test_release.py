@@ -74,6 +74,8 @@ def test_diff_names_each_kind_of_change_and_the_bump(tmp_path: Path) -> None:
         "bodyChanged": ["getCounts"],
         "signatureChanged": [],
         "bump": "patch",
+        "oldVersion": "1.2.3",
+        "newVersion": "1.2.4",
     }
     added = release(tmp_path, "added", "1.3.0")
     (added / "lua_src" / "ping-0.lua").write_text(
@@ -103,6 +105,8 @@ def test_diff_names_each_kind_of_change_and_the_bump(tmp_path: Path) -> None:
         "bodyChanged": [],
         "signatureChanged": [],
         "bump": "major",
+        "oldVersion": "1.3.0",
+        "newVersion": "1.2.3",
     }
     text = CliRunner().invoke(cli, ["diff", str(bundle(base)), str(bundle(body))])
     assert "changed in body only: getCounts" in text.stdout
@@ -138,6 +142,8 @@ def test_a_changed_code_list_or_return_shape_needs_a_major_bump(tmp_path: Path, 
         "bodyChanged": [],
         "signatureChanged": ["touch"],
         "bump": "major",
+        "oldVersion": "1.4.2",
+        "newVersion": "2.0.0",
     }
     text = CliRunner().invoke(cli, ["diff", str(base / "build"), str(bundle(changed))])
     assert text.exit_code == 0, text.output

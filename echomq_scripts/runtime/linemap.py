@@ -81,11 +81,16 @@ class LineMap:
     @classmethod
     def load(cls, path: Path) -> LineMap:
         """The line map in the file at `path`; OSError or ValueError when it cannot be used."""
+        return cls.parse(path.read_bytes())
+
+    @classmethod
+    def parse(cls, data: bytes) -> LineMap:
+        """The line map whose JSON text is `data`; ValueError when it cannot be used."""
         try:
-            data = json.loads(path.read_bytes())
+            value = json.loads(data)
         except RecursionError:  # json gives up on deep nesting this way, not with ValueError
             raise ValueError("nested too deeply") from None
-        return cls.from_json(data)
+        return cls.from_json(value)
 
     def origin(self, line: int) -> tuple[str, int] | None:
         """Source path and line of the resolved script's 1-based `line`, if it has one."""

@@ -6,16 +6,18 @@ installed parser packages: editing the analyser or upgrading a parser never serv
 result.
 
 Build stamps: after a successful `build`, a stamp records a digest of every input (each file
-under the source directory, the project's pyproject.toml, the command's settings, the tool's own
-code) and the sha256 of every file written. A later `build` with the same digest, whose output
-directory still holds exactly those files, replays the stamped findings and stops without
-loading the checker, the parsers or the emitter. Anything else (a changed byte anywhere, an
-edited or extra output file, a damaged stamp) takes the full path, which stamps again.
+under the source directory, every pyproject.toml the settings may come from, the command's
+settings, the tool's own code) and the sha256 of every file written. A later `build` with the
+same digest, whose output directory still holds exactly those files, replays the stamped
+findings and stops without loading the checker, the parsers or the emitter. Anything else (a
+changed byte anywhere, an edited or extra output file, a damaged stamp) takes the full path,
+which stamps again.
 
-Damaged or unreadable entries count as misses, and a cache that cannot be written only costs
-speed. This module is on the no-op rebuild's hot path, so it imports only light modules: os.path
-rather than pathlib, and stamps in `marshal`'s format rather than JSON, which together spare that
-path the imports of pathlib, json and re (about half of what it imported).
+Damaged or unreadable entries, and entries that are not regular files, count as misses, and a
+cache that cannot be written only costs speed. This module is on the no-op rebuild's hot path, so
+it imports only light modules: os.path rather than pathlib, and stamps in `marshal`'s format
+rather than JSON, which together spare that path the imports of pathlib, json and re (about half
+of what it imported).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import os
 import sys
 
 from .errors import ConfigError
-from .snapshot import Snapshot, read_tree
+from .snapshot import Snapshot, read_regular, read_tree
 
 # Not typing.TYPE_CHECKING: importing typing would cost the no-op rebuild about 5 ms, and the
 # annotations below are only strings (from __future__ import annotations). mypy reads a
@@ -41,7 +43,12 @@ if TYPE_CHECKING:
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # The modules whose code decides what `Facts` holds.
 _ANALYSER_MODULES = ("analyse.py", "syntax.py", "lines.py", "redis_lua.py")
-_STAMP_FORMAT = 2  # 2: sha256 of the payload, then the payload in marshal's format (1 was JSON)
+# 2: sha256 of the payload, then the payload in marshal's format (1 was JSON); 3: findings in
+# every output format, and invocations that record --quiet and --color.
+_STAMP_FORMAT = 3
+# What a stamp keeps of the findings: each --format's output, the text coloured too, and the
+# text format's summary line.
+FINDING_FORMATS = ("text", "color", "summary", "json", "github")
 
 
 def default_cache_dir() -> str:
@@ -62,8 +69,10 @@ def default_cache_dir() -> str:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
+    # Anything but a regular file (a named pipe in the cache, or as pyproject.toml, would block
+    # the read forever) is refused unopened: NotRegularFile, an OSError, which every reader here
+    # takes for a miss.
+    return read_regular(path, path)
 
 
 # Per process: the tool's code and the installed parsers do not change while it runs, and a
@@ -174,14 +183,32 @@ def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) 
     real_src = os.path.realpath(src)
     for setting in (real_src, os.path.realpath(out), settings):
         add(setting.encode("utf-8", "surrogateescape"))  # a path need not be UTF-8
-    try:
-        add(_read(os.path.join(os.path.dirname(real_src), "pyproject.toml")))
-    except OSError:
-        add(b"\xff")  # none, or unreadable: load_config reports the latter
+    # The settings file is the first of these that config.py takes: every candidate counts.
+    for candidate in settings_candidates(real_src):
+        add(candidate.encode("utf-8", "surrogateescape"))
+        try:
+            add(b"=" + _read(candidate))
+        except OSError:
+            add(b"\xff")  # none, or unreadable: load_config reports the latter
     for name, data in snapshot.items():
         add(os.fsencode(name))  # the name's bytes, which need not be UTF-8 either
         add(b"\xff" if data is None else b"=" + data)
     return digest.hexdigest()
+
+
+def settings_candidates(real_src: str) -> list[str]:
+    """Every `pyproject.toml` that config.py's walks (up from the source directory, and up from
+    the working directory) may read."""
+    found: list[str] = []
+    for start in (real_src, os.getcwd()):
+        directory = start
+        while True:
+            found.append(os.path.join(directory, "pyproject.toml"))
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+    return found
 
 
 def inside(path: StrPath, tree: StrPath) -> bool:
@@ -238,7 +265,7 @@ def _stamp_shape(stamp: dict[Any, Any]) -> bool:
     return (
         isinstance(stamp.get("scripts"), int)
         and isinstance(findings, dict)
-        and all(isinstance(findings.get(k), str) for k in ("text", "json"))
+        and all(isinstance(findings.get(k), str) for k in FINDING_FORMATS)
         and isinstance(outputs, dict)
         and all(
             isinstance(d, str)
@@ -268,7 +295,16 @@ def stamp_build(
 # Invocations: a build that stamps records its command line (the working directory and the raw
 # arguments) in the default cache directory, where the console script finds it without parsing
 # anything: an identical command line names the same sources, output, cache and settings.
-_INVOCATION_FIELDS = ("src", "out", "out_text", "cache", "settings", "output_format")
+_INVOCATION_FIELDS = (
+    "src",
+    "out",
+    "out_text",
+    "cache",
+    "settings",
+    "output_format",
+    "quiet",  # "1" for --quiet, else ""
+    "color",  # --color as given: auto, always or never
+)
 
 
 def _invocation_path(cwd: str, argv: list[str]) -> str:

@@ -1,7 +1,8 @@
 """The `echomq-scripts` command line: parse options, run one pipeline call, print, exit.
 
 Exit codes: 0 clean (warnings allowed unless --strict), 1 findings or a failed run, 2 usage.
-Findings go to stderr as text, or to stdout as JSON with `--format json`.
+Findings go to stdout (text, JSON or GitHub annotations); a run that cannot go on says why in one
+line on stderr.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
 
 
-def _format_option(what: str) -> Callable[[F], F]:
-    """`--format text|json`, printing `what` (findings, changes, a report)."""
+def _format_option(what: str, *extra: str) -> Callable[[F], F]:
+    """`--format text|json` (and the `extra` formats), printing `what` (findings, changes, a
+    report)."""
     return click.option(
         "--format",
         "output_format",
-        type=click.Choice(["text", "json"]),
+        type=click.Choice(["text", "json", *extra]),
         default="text",
         show_default=True,
         help=f"How to print the {what}.",
@@ -40,16 +42,37 @@ def _source_options(func: F) -> F:
         click.option(
             "--src",
             type=click.Path(path_type=Path, file_okay=False),
-            default=Path("lua_src"),
-            show_default=True,
-            help="Directory holding the <name>-<N>.lua scripts.",
+            default=None,
+            help="Directory holding the <name>-<N>.lua scripts [default: the project's 'src'"
+            " setting, else lua_src].",
         ),
         click.option(
             "--strict/--no-strict",
             default=None,
             help="Treat warnings as errors (default: the project's 'strict' setting).",
         ),
-        _format_option("findings"),
+        click.option(
+            "--ignore",
+            "ignore",
+            multiple=True,
+            metavar="CODE[,CODE...]",
+            help="Drop the findings of these codes (repeatable), besides the project's 'ignore'.",
+        ),
+        _format_option("findings", "github"),
+        click.option(
+            "-q",
+            "--quiet",
+            is_flag=True,
+            help="Print the findings only: no summary line, no 'wrote' line.",
+        ),
+        click.option(
+            "--color",
+            type=click.Choice(["auto", "always", "never"]),
+            default="auto",
+            show_default=True,
+            help="Colour the text findings; auto: when stdout is a terminal and NO_COLOR is"
+            " not set.",
+        ),
         click.option(
             "--cache-dir",
             type=click.Path(path_type=Path, file_okay=False),
@@ -74,9 +97,9 @@ def cli() -> None:
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("build"),
-    show_default=True,
-    help="Output directory, replaced as a whole on success.",
+    default=None,
+    help="Output directory, replaced as a whole on success [default: the project's 'out'"
+    " setting, else build].",
 )
 @click.option(
     "--previous",
@@ -93,12 +116,15 @@ def cli() -> None:
     " repository (not the --out directory) differs from what the sources give.",
 )
 def build(
-    src: Path,
+    src: Path | None,
     strict: bool | None,
+    ignore: tuple[str, ...],
     output_format: str,
+    quiet: bool,
+    color: str,
     cache_dir: Path | None,
     no_cache: bool,
-    out: Path,
+    out: Path | None,
     previous: Path | None,
     check_only: bool,
 ) -> None:
@@ -120,7 +146,10 @@ def build(
         output_format=output_format,
         previous=previous,
         check_only=check_only,
+        quiet=quiet,
+        color=color,
         invocation=invocation if isinstance(invocation, tuple) else None,
+        ignore=ignore,
     )
     sys.exit(_run(lambda: run_build(request)))
 
@@ -128,7 +157,14 @@ def build(
 @cli.command()
 @_source_options
 def check(
-    src: Path, strict: bool | None, output_format: str, cache_dir: Path | None, no_cache: bool
+    src: Path | None,
+    strict: bool | None,
+    ignore: tuple[str, ...],
+    output_format: str,
+    quiet: bool,
+    color: str,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Run every check on the scripts and write nothing.
 
@@ -138,7 +174,11 @@ def check(
     """
     from .build_command import run_check
 
-    sys.exit(_run(lambda: run_check(src, strict, cache_dir, no_cache, output_format)))
+    sys.exit(
+        _run(
+            lambda: run_check(src, strict, cache_dir, no_cache, output_format, quiet, color, ignore)
+        )
+    )
 
 
 @cli.command(name="diff")
@@ -170,7 +210,8 @@ def diff_command(old: Path, new: Path, output_format: str) -> None:
         ("changed in signature", changes.signature_changed),
     ):
         click.echo(f"{label}: {', '.join(names) if names else '-'}")
-    click.echo(f"smallest bump: {changes.bump} ({before.get('version')} -> {after.get('version')})")
+    # The versions are the two releases' own, old -> new: what they are, not a suggestion.
+    click.echo(f"smallest bump: {changes.bump} ({changes.old_version} -> {changes.new_version})")
 
 
 @cli.command()
@@ -216,18 +257,17 @@ def verify(url: str, release: Path, load: bool, output_format: str) -> None:
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("build"),
-    show_default=True,
-    help="The build directory to read.",
+    default=None,
+    help="The build directory to read [default: the project's 'out' setting, else build].",
 )
 @click.option(
     "--src",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("lua_src"),
-    show_default=True,
-    help="The source directory, to show the line's text.",
+    default=None,
+    help="The source directory, to show the line's text [default: the project's 'src'"
+    " setting, else lua_src].",
 )
-def explain(location: str, out: Path, src: Path) -> None:
+def explain(location: str, out: Path | None, src: Path | None) -> None:
     """Say which source file and line a line of a resolved script came from.
 
     \b
@@ -243,12 +283,20 @@ def explain(location: str, out: Path, src: Path) -> None:
     line_number = int(digits) if len(digits) <= 18 else sys.maxsize
     from ..runtime.linemap import LineMap
     from .lines import split_lines
-    from .release import ReleaseError, inside
+    from .release import ReleaseError, inside, read_file
 
+    if src is None or out is None:
+        from .config import project_dirs
+
+        project_src, project_out = _run(project_dirs)
+        src, out = src or project_src, out or project_out
     script = Path(script).name.removesuffix(".lua")
     map_path = out / "maps" / f"{script}.json"
     try:
-        line_map = LineMap.load(map_path)
+        # read_file, as every file of a release: a named pipe is refused, not waited on.
+        line_map = LineMap.parse(read_file(map_path))
+    except ReleaseError as exc:
+        raise click.ClickException(str(exc)) from None
     except FileNotFoundError:
         raise click.ClickException(
             f"{map_path}: no line map for '{script}' (run 'echomq-scripts build' first)"
@@ -269,19 +317,29 @@ def explain(location: str, out: Path, src: Path) -> None:
     except ReleaseError as exc:
         raise click.ClickException(f"{map_path}: {exc}") from None
     try:
-        text = split_lines(source_path.read_bytes().decode("utf-8"))[line - 1].strip()
-    except (OSError, IndexError, UnicodeDecodeError):
+        text = split_lines(read_file(source_path).decode("utf-8"))[line - 1].strip()
+    except (OSError, ReleaseError, IndexError, UnicodeDecodeError):
         text = ""  # the sources are optional: the map alone answers the question
     click.echo(f"{source_path.as_posix()}:{line}" + (f": {text}" if text else ""))
 
 
+class _SettingsError(click.ClickException):
+    """A mistake in the project's settings: exit 2 as a usage mistake, but without click's usage
+    lines, which would point at the command line when the file is at fault."""
+
+    exit_code = 2
+
+
 def _run(action: Callable[[], R]) -> R:
-    """`action()`, its mistakes as click reports them: usage errors exit 2, the rest 1."""
+    """`action()`, its mistakes as click reports them: usage and settings errors exit 2, the
+    rest 1."""
     from .build_command import UsageProblem
 
     try:
         return action()
-    except (ConfigError, UsageProblem) as exc:
+    except ConfigError as exc:
+        raise _SettingsError(str(exc)) from None
+    except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
     except EchoMQScriptsError as exc:
         raise click.ClickException(str(exc)) from None

@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..runtime.codes import ERROR_CODES
@@ -31,6 +31,10 @@ from .naming import (
     values_constant,
 )
 from .package import UNSEALED, seal
+from .snapshot import read_regular
+
+if TYPE_CHECKING:
+    from jinja2 import BytecodeCache
 
 _LINE_LENGTH = 100  # ruff's, as pyproject.toml sets it
 # An argument with one of these names identifies the job a failure is about.
@@ -316,14 +320,10 @@ def generated_files(
     With a `cache_dir`, Jinja keeps its compiled templates there: compiling them costs more
     than rendering them.
     """
-    from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, StrictUndefined
+    from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    bytecode_cache = None
-    if cache_dir is not None:
-        (cache_dir / "templates").mkdir(parents=True, exist_ok=True)
-        bytecode_cache = FileSystemBytecodeCache(str(cache_dir / "templates"))
     environment = Environment(
-        bytecode_cache=bytecode_cache,
+        bytecode_cache=None if cache_dir is None else _bytecode_cache(cache_dir / "templates"),
         loader=PackageLoader("echomq_scripts.toolchain", "templates"),
         trim_blocks=True,
         lstrip_blocks=True,
@@ -370,6 +370,27 @@ def generated_files(
         files[f"lua/{script.script_id}.lua"] = script.body
         files[f"lua/{script.script_id}.map.json"] = to_json_bytes(line_map(script), indent=None)
     return seal(files)
+
+
+def _bytecode_cache(directory: Path) -> BytecodeCache:
+    """Jinja's cache of compiled templates in `directory`, whose entries are read as the build's
+    other caches are: anything but a regular file (a named pipe would make Jinja's own `open`
+    wait forever) and a damaged entry are misses."""
+    from jinja2.bccache import Bucket, FileSystemBytecodeCache
+
+    class Cache(FileSystemBytecodeCache):
+        def load_bytecode(self, bucket: Bucket) -> None:
+            try:
+                data = read_regular(self._get_cache_filename(bucket), "a template cache entry")
+            except OSError:
+                return
+            try:
+                bucket.bytecode_from_string(data)
+            except Exception:  # Jinja unpickles the entry: damage can raise almost anything
+                bucket.reset()
+
+    directory.mkdir(parents=True, exist_ok=True)
+    return Cache(str(directory))
 
 
 def _import_key(name: str) -> tuple[int, str]:

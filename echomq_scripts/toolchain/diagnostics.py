@@ -22,7 +22,7 @@ class Severity(enum.StrEnum):
 # Every finding code, with the one-line meaning that `docs/checks.md` expands on.
 CODES: Final[dict[str, str]] = {
     "bad-filename": "a script file is not named <name>-<N>.lua, or a .lua file's name is not UTF-8",
-    "duplicate-script": "two script files share one script name",
+    "duplicate-script": "two script files share one script name, or one Python name",
     "keys-limit": "a script file's name declares more KEYS than the limit of 1024",
     "argv-limit": "a script without a header reads ARGV past the limit of 1024",
     "encoding": "a source file is not valid UTF-8",
@@ -56,6 +56,7 @@ CODES: Final[dict[str, str]] = {
     "code-unknown": "a returned or declared failure code is not in the closed table -1..-11",
     "unused-local": "a local variable is never read",
     "shadowed-local": "a local variable hides another of the same name",
+    "ignore-comment": "an '-- echomq: ignore[...]' comment is malformed or names a code it cannot",
 }
 
 
@@ -107,8 +108,40 @@ def escape_controls(text: str) -> str:
     return "".join(map(_escape, text))
 
 
-def format_text(diagnostics: Iterable[Diagnostic]) -> str:
-    return "".join(d.format_text() + "\n" for d in diagnostics)
+def format_text(diagnostics: Iterable[Diagnostic], color: bool = False) -> str:
+    """One line per finding; with `color`, its severity and code in ANSI colours."""
+    if not color:
+        return "".join(d.format_text() + "\n" for d in diagnostics)
+    return "".join(_colored_line(d) + "\n" for d in diagnostics)
+
+
+# The colours of a text finding on a terminal: the severity bold red or yellow, the code cyan.
+_SEVERITY_STYLES = {Severity.ERROR: "\x1b[1;31m", Severity.WARNING: "\x1b[1;33m"}
+_CODE_STYLE = "\x1b[36m"
+_RESET = "\x1b[0m"
+
+
+def _colored_line(d: Diagnostic) -> str:
+    style = _SEVERITY_STYLES[d.severity]
+    return (
+        f"{escape_controls(d.path)}:{d.line}:{d.col}: {style}{d.severity}{_RESET}:"
+        f" {escape_controls(d.message)} {_CODE_STYLE}[{d.code}]{_RESET}"
+    )
+
+
+def format_summary(diagnostics: list[Diagnostic]) -> str:
+    """The line after the text findings, as ruff and mypy end theirs: `Found 1 error and 2
+    warnings in 1 file.`; empty without findings."""
+    if not diagnostics:
+        return ""
+    errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
+    counts = [
+        plural(n, noun)
+        for n, noun in ((errors, "error"), (len(diagnostics) - errors, "warning"))
+        if n
+    ]
+    files = len({d.path for d in diagnostics})
+    return f"Found {' and '.join(counts)} in {plural(files, 'file')}.\n"
 
 
 def format_json(diagnostics: Iterable[Diagnostic]) -> str:
@@ -118,6 +151,32 @@ def format_json(diagnostics: Iterable[Diagnostic]) -> str:
 
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def format_github(diagnostics: Iterable[Diagnostic]) -> str:
+    """One GitHub Actions workflow command per finding (`::error file=...,line=...,col=...,
+    title=<code>::<message>`), which the runner shows as an annotation on the file's line.
+
+    The values are escaped as the runner's parser (actions/toolkit, `command.ts`) takes them
+    back: `%`, CR and LF as `%25`, `%0D` and `%0A`, and in a property also `:` and `,` as `%3A`
+    and `%2C`. Any other character that the text format escapes (another control character, a
+    line separator, a byte of a file name that is not UTF-8) is shown as the text format shows
+    it, since the runner has no escape for it.
+    """
+    return "".join(
+        f"::{d.severity} file={_github_property(d.path)},line={d.line},col={d.col},"
+        f"title={_github_property(d.code)}::{_github_data(d.message)}\n"
+        for d in diagnostics
+    )
+
+
+def _github_data(text: str) -> str:
+    escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape_controls(escaped)
+
+
+def _github_property(text: str) -> str:
+    return _github_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def has_failures(diagnostics: Iterable[Diagnostic], strict: bool) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..runtime.grammar import TYPES
 from .header import Header, Slot
@@ -134,6 +136,12 @@ def header_clashes(script: str, header: Header) -> list[tuple[Slot, str]]:
                 first = names.setdefault(name, slot)
                 if first is not slot and problem is None:
                     problem = _twice("argument", slot, first, f"'{name}'")
+                elif name in RESERVED and problem is None:
+                    # `ScriptSpec` from script `script` and argument `spec`: an import.
+                    problem = (
+                        f"argument '{slot.name}' would make '{name}', a name the generated"
+                        " module imports or defines for itself: rename it"
+                    )
         if problem is not None:
             found.append((slot, problem))
     return found
@@ -153,6 +161,77 @@ def wrapper_globals(script: str, header: Header) -> dict[str, str]:
             names[alias] = f"the type of argument '{slot.name}'"
             names[values_constant(alias)] = f"the values of argument '{slot.name}'"
     return names
+
+
+@dataclass(frozen=True)
+class ModuleName:
+    """What one module-level name of the generated `scripts.py` is, and the header argument it
+    is made from (None: it is made from the script's name alone)."""
+
+    what: str
+    slot: Slot | None
+
+
+def module_names(script: str, header: Header | None) -> dict[str, ModuleName]:
+    """Every module-level name that the script `script`, with `header`, adds to the generated
+    `scripts.py`; templates/scripts.py.j2 defines them, and tests/test_codegen.py holds this
+    list to the rendered module. Without a header only the script's name makes names: the
+    interface its code declares has no key templates and no enums (and building it for a
+    script that reads ARGV[99999999] would take that many slots)."""
+    func = script_function(script)
+    own = f"of script '{script}'"
+    names = {
+        func: ModuleName(f"the wrapper {own}", None),
+        f"{func}_async": ModuleName(f"the asyncio wrapper {own}", None),
+        f"{func}_pipeline": ModuleName(f"the pipeline wrapper {own}", None),
+        f"_{func}_call": ModuleName(f"the function the wrappers {own} share", None),
+        script_constant(script): ModuleName(f"the Script object {own}", None),
+        keys_class(script): ModuleName(f"the keys class {own}", None),
+    }
+    if header is None:
+        return names
+    if header.keys and all(slot.template for slot in header.keys):
+        names[f"{func}_keys"] = ModuleName(f"the keys function {own}", None)
+    for slot in _args(header):
+        if slot.arg.kind == "enum":
+            alias = enum_alias(script, slot.name)
+            arg = f"argument '{slot.name}' {own}"
+            # setdefault: two arguments of one alias are header_clashes' to report.
+            names.setdefault(alias, ModuleName(f"the type of {arg}", slot))
+            names.setdefault(values_constant(alias), ModuleName(f"the values of {arg}", slot))
+    return names
+
+
+def script_clashes(
+    scripts: Sequence[tuple[str, str, Header | None]],
+) -> list[tuple[int, Slot | None, str, str]]:
+    """Where the module-level names of different scripts, given as (name, file, header) in
+    file order, meet in the one generated module: `fooBar` and `foo_bar` share every name,
+    `fooAsync` is `foo`'s asyncio wrapper, and script `foo`'s enum argument `pause` makes the
+    constant `_FOO_PAUSE` that is script `fooPause`'s `Script` object. Each pair of scripts is
+    reported once, as (index of the script, slot, code, message): at the header argument that
+    makes the name when one does (header-names), else at the later script (duplicate-script)."""
+    owners: dict[str, tuple[int, ModuleName]] = {}
+    reported: set[tuple[int, int]] = set()
+    found: list[tuple[int, Slot | None, str, str]] = []
+    for index, (name, _, header) in enumerate(scripts):
+        for generated, made in module_names(name, header).items():
+            first, other = owners.setdefault(generated, (index, made))
+            if first == index or (first, index) in reported:
+                continue
+            reported.add((first, index))
+            # Renaming the argument is the fix that leaves both scripts' names alone.
+            if made.slot is None and other.slot is not None:
+                here, mine, there, theirs = first, other, index, made
+            else:
+                here, mine, there, theirs = index, made, first, other
+            message = (
+                f"{mine.what} and {theirs.what} ({scripts[there][1]}) would both be"
+                f" '{generated}' in the generated Python: rename one of them"
+            )
+            code = "duplicate-script" if mine.slot is None else "header-names"
+            found.append((here, mine.slot, code, message))
+    return found
 
 
 def _args(header: Header) -> list[Slot]:

@@ -14,10 +14,11 @@ from .analyse import analyse
 from .cache import AnalysisCache
 from .checks import CheckOptions, check_script
 from .config import Config
-from .diagnostics import Diagnostic, has_failures
+from .diagnostics import Diagnostic, Severity, has_failures
 from .errors import ConfigError
 from .header import parse_header
 from .manifest import ScriptBuild, manifest, to_json_bytes
+from .naming import script_clashes
 from .output import (
     BUILD_DIRECTORY,
     Target,
@@ -27,8 +28,10 @@ from .output import (
     write_outputs,
 )
 from .resolve import resolve
+from .rules import apply_rules
 from .snapshot import Snapshot
-from .sources import SourceTree
+from .sources import SourceFile, SourceTree
+from .syntax import check_syntax
 
 if TYPE_CHECKING:
     from .release import ReleaseDiff
@@ -56,11 +59,15 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
     result = BuildResult()
     found: list[Diagnostic] = []
     options = CheckOptions(config.require_header, src_display=config.src.as_posix())
+    # The lines of every file read, where the ignore comments are (rules.py).
+    lines: dict[str, tuple[str, ...]] = {}
+    verdicts: dict[str, Diagnostic | None] = {}  # include path -> its own syntax finding
     for entry in tree.find_scripts():
         resolved, problems = resolve(tree, entry)
         found += problems
         if resolved is None:
             continue
+        lines.update((source.path, source.lines) for source in resolved.files)
         header, header_problems = parse_header(entry.path, resolved.files[0].lines)
         found += header_problems
         facts = cache.get(resolved.text)
@@ -70,16 +77,68 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
             result.analysed += 1
         else:
             result.from_cache += 1
-        found += check_script(
+        code_findings = check_script(
             resolved, header, facts, options, header_unreadable=bool(header_problems)
         )
+        if facts.syntax is not None:
+            # Lua names where the whole script stopped making sense, which for a broken include
+            # is often the includer's next line: an include that does not compile alone is the
+            # one to name. Only then is the script's own verdict kept.
+            broken = [
+                problem
+                for source in resolved.files[1:]
+                if (problem := include_syntax(source, verdicts)) is not None
+            ]
+            code_findings = broken or code_findings
+        found += code_findings
         result.scripts.append(ScriptBuild(resolved, header, facts))
+    found += _name_clashes(result.scripts)
     found += tree.diagnostics
+    # After the cache, on every run: the rules change which findings count, never the facts.
+    found = apply_rules(found, config.rules, lines)
     # An include shared by several scripts reports its findings once.
     result.diagnostics = [
         replace(d, path=(config.src / d.path).as_posix()) for d in sorted(set(found))
     ]
     return result
+
+
+def _name_clashes(scripts: list[ScriptBuild]) -> list[Diagnostic]:
+    """The scripts whose generated Python names meet another script's (naming.script_clashes),
+    checked whether or not the project generates a package, as header-names is: the names are
+    the scripts' interface."""
+    found = []
+    headers = [(s.resolved.entry.name, s.resolved.entry.path, s.header) for s in scripts]
+    for index, slot, code, message in script_clashes(headers):
+        path = scripts[index].resolved.entry.path
+        line, col = 1, 1
+        if slot is not None:
+            # At the name in its header line, as every header-names finding.
+            text = scripts[index].resolved.files[0].lines[slot.line - 1]
+            line, col = slot.line, max(text.find(" " + slot.name) + 2, 1)
+        found.append(Diagnostic(path, line, col, Severity.ERROR, code, message))
+    return found
+
+
+def include_syntax(source: SourceFile, verdicts: dict[str, Diagnostic | None]) -> Diagnostic | None:
+    """The `syntax` finding of an include compiled on its own as a chunk, at its own line, or
+    None when it compiles; remembered in `verdicts` so each include is compiled once a run.
+
+    An include is a fragment of the script it is pasted into, but at the top level, in one
+    piece: a file of local functions and tables compiles as a chunk of its own just as it does
+    in the script, and a file that does not compile alone is broken in every script.
+    """
+    if source.path not in verdicts:
+        problem = check_syntax("".join(line + "\n" for line in source.lines))
+        verdict = None
+        if problem is not None:
+            text = source.lines[problem.row].encode("utf-8") if source.lines else b""
+            col = len(text[: problem.col].decode("utf-8", "ignore")) + 1  # bytes -> characters
+            verdict = Diagnostic(
+                source.path, problem.row + 1, col, Severity.ERROR, "syntax", problem.message
+            )
+        verdicts[source.path] = verdict
+    return verdicts[source.path]
 
 
 def build(

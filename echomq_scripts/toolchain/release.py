@@ -212,8 +212,11 @@ def signature(script: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class ReleaseDiff:
-    """Scripts by name: added, removed, changed in body only, changed in signature."""
+    """Scripts by name: added, removed, changed in body only, changed in signature; and the two
+    releases' versions, old and new, as their manifests give them."""
 
+    old_version: str | None = None
+    new_version: str | None = None
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     body_changed: list[str] = field(default_factory=list)
@@ -235,6 +238,8 @@ class ReleaseDiff:
             "bodyChanged": self.body_changed,
             "signatureChanged": self.signature_changed,
             "bump": self.bump,
+            "oldVersion": self.old_version,
+            "newVersion": self.new_version,
         }
 
 
@@ -243,7 +248,10 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> ReleaseDiff:
     before = {s["name"]: s for s in old["scripts"]}
     after = {s["name"]: s for s in new["scripts"]}
     result = ReleaseDiff(
-        added=sorted(set(after) - set(before)), removed=sorted(set(before) - set(after))
+        old_version=old.get("version"),
+        new_version=new.get("version"),
+        added=sorted(set(after) - set(before)),
+        removed=sorted(set(before) - set(after)),
     )
     for name in sorted(set(before) & set(after)):
         if signature(before[name]) != signature(after[name]):

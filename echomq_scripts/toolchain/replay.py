@@ -18,16 +18,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def recorded_replay(cwd: str, argv: list[str]) -> tuple[dict[str, Any], str, str] | None:
-    """What the identical command line's last build printed, as its stamp, output format and
-    `--out` as typed, when its sources and outputs are still what that build read and wrote;
-    None to leave the command line to cli.py. It prints nothing, so a failure here never
-    leaves half an answer behind."""
+def recorded_replay(cwd: str, argv: list[str]) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """What the identical command line's last build printed, as its stamp and its recorded
+    invocation (the output format, `--out` as typed, `--quiet`, `--color`), when its sources
+    and outputs are still what that build read and wrote; None to leave the command line to
+    cli.py. It prints nothing, so a failure here never leaves half an answer behind."""
     from .cache import build_digest, recorded_invocation, replay_build
     from .snapshot import take_snapshot
 
     record = recorded_invocation(cwd, argv)
-    if record is None:
+    if record is None or record["output_format"] not in ("text", "json", "github"):
         return None
     # Recorded as typed (joined to the working directory), not resolved: a symlink repointed
     # since names other files, which the digest (it resolves them) then finds.
@@ -38,7 +38,22 @@ def recorded_replay(cwd: str, argv: list[str]) -> tuple[dict[str, Any], str, str
     stamp = replay_build(root, digest)
     if stamp is None:
         return None
-    return stamp, record["output_format"], record["out_text"]
+    return stamp, record
+
+
+def color_wanted(choice: str, stream: Any = None) -> bool:
+    """Whether text findings get colours: `--color always` or `never` as said; `auto` when
+    `stream` (default stdout) is a terminal and NO_COLOR is unset or empty (no-color.org)."""
+    if choice != "auto":
+        return choice == "always"
+    stream = sys.stdout if stream is None else stream
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed stream
+        return False
 
 
 def _write(text: str, err: bool = False) -> None:
@@ -64,16 +79,32 @@ def summary_line(state: str, out: object, scripts: int, analysed: int, cached: i
     return f"{state} {out} ({scripts} {noun}, {analysed} analysed, {cached} from cache)"
 
 
-def print_replay(
-    stamp: dict[str, Any],
-    output_format: str,
-    out: object,
+def print_findings(
+    findings: dict[str, str],
+    printing: dict[str, str],
+    clean: str = "",
     write: Callable[..., None] = _write,
 ) -> None:
-    """What an up-to-date build prints, from its stamp, through `write(text, err=...)`."""
-    findings, scripts = stamp["findings"], stamp["scripts"]
-    if output_format == "json":
-        write(findings["json"])
+    """The findings on stdout as `printing` says (its output format, quiet, color): in a format
+    for programs alone; in text, coloured or not, then the summary line (or `clean` when there
+    are none) unless quiet."""
+    output_format = printing["output_format"]
+    if output_format != "text":
+        write(findings[output_format])
         return
-    write(findings["text"], err=True)
-    write(summary_line("up to date:", out, scripts, 0, scripts) + "\n")
+    write(findings["color" if color_wanted(printing["color"]) else "text"])
+    if not printing["quiet"]:
+        write(findings["summary"] or clean)
+
+
+def print_replay(
+    stamp: dict[str, Any],
+    record: dict[str, str],
+    write: Callable[..., None] = _write,
+) -> None:
+    """What an up-to-date build prints, from its stamp and the recorded options of its command
+    line, through `write(text, err=...)`: what the build printed, then its `up to date` line."""
+    scripts = stamp["scripts"]
+    print_findings(stamp["findings"], record, write=write)
+    if record["output_format"] == "text" and not record["quiet"]:
+        write(summary_line("up to date:", record["out_text"], scripts, 0, scripts) + "\n")

@@ -7,9 +7,13 @@ are copied unchanged, so a column in the resolved script is the column in its so
 
 from __future__ import annotations
 
+import errno
+import os
 import posixpath
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from .diagnostics import Diagnostic, Severity
 from .sources import ScriptEntry, SourceFile, SourceTree
@@ -66,26 +70,51 @@ class _Resolver:
     def error(self, path: str, line: int, col: int, code: str, message: str) -> None:
         self.diagnostics.append(Diagnostic(path, line, col, Severity.ERROR, code, message))
 
-    def visit(self, rel: str, chain: list[str]) -> None:
-        source = self.tree.read(rel)
-        if source is None:
-            return
-        chain.append(rel)
-        directives = self.read_directives(source)
-        self.directives[rel] = directives
-        for directive in directives:
+    def visit(self, root: str) -> None:
+        """Walk the includes of `root` depth-first, recording each file's first include site and
+        the order in which files are emitted (each after everything it includes).
+
+        The walk keeps its own stack rather than recursing: an include chain is as deep as the
+        tree makes it, and Python's recursion limit must not decide which trees build.
+        """
+        chain: list[str] = []  # the files being visited, outermost first
+        on_chain: set[str] = set()  # the same, for a constant-time cycle test
+        stack: list[tuple[str, Iterator[_Directive]]] = []
+
+        def enter(rel: str) -> bool:
+            source = self.tree.read(rel)
+            if source is None:
+                return False
+            directives = self.read_directives(source)
+            self.directives[rel] = directives
+            chain.append(rel)
+            on_chain.add(rel)
+            stack.append((rel, iter(directives)))
+            return True
+
+        enter(root)
+        while stack:
+            rel, pending = stack[-1]
+            directive = next(pending, None)
+            if directive is None:
+                stack.pop()
+                chain.pop()
+                on_chain.discard(rel)
+                if stack:
+                    self.order.append(rel)
+                continue
             target = directive.target
             line = directive.line_index + 1
-            if target in chain:
+            if target in on_chain:
                 cycle = " -> ".join([*chain[chain.index(target) :], target])
                 self.error(rel, line, directive.col, "include-cycle", f"include cycle: {cycle}")
                 continue
             if target in self.sites:
                 continue
             self.sites[target] = IncludeSite(rel, line, directive.col)
-            self.visit(target, chain)
-            self.order.append(target)
-        chain.pop()
+            if not enter(target):
+                # Unreadable (reported by the tree): listed all the same, which fails the script.
+                self.order.append(target)
 
     def read_directives(self, source: SourceFile) -> list[_Directive]:
         found: list[_Directive] = []
@@ -130,17 +159,21 @@ class _Resolver:
                 f"include path '{raw}' leaves the source root",
             )
             return None
+        if self.tree.snapshot.get(target) is not None:
+            return target  # read in full, so a regular file inside the root
         path = self.tree.root / target
+        try:
+            os.stat(path)
+        except OSError as exc:
+            problem = _unreachable(path, exc)
+            if problem is not None:
+                code, why = problem
+                message = f"included file '{target}' {why}"
+                if code == "include-missing" and why == "not found":
+                    message += f" (from '{raw}')"
+                self.error(including, line, col, code, message)
+                return None
         # A link to nothing or a named pipe is there, and reported when it is read.
-        if not path.exists() and not path.is_symlink():
-            self.error(
-                including,
-                line,
-                col,
-                "include-missing",
-                f"included file '{target}' not found (from '{raw}')",
-            )
-            return None
         if not self.tree.contains(path):
             self.error(
                 including,
@@ -151,7 +184,8 @@ class _Resolver:
             )
             return None
         if not self.tree.has(target):
-            # It appeared after the snapshot was taken: the build works on the snapshot.
+            # It appeared after the snapshot was taken, or lies in a directory the snapshot
+            # reached by another path: the build works on the snapshot.
             self.error(
                 including, line, col, "include-missing", f"included file '{target}' not found"
             )
@@ -159,10 +193,27 @@ class _Resolver:
         return target
 
 
+def _unreachable(path: Path, error: OSError) -> tuple[str, str] | None:
+    """Code and reason when `path`, which os.stat refused with `error`, names no file the
+    build can use; None for a link to nothing, which is there and reported when it is read."""
+    if error.errno == errno.ENOENT and path.is_symlink():
+        return None
+    if error.errno in (errno.ENOENT, errno.ENOTDIR):
+        return "include-missing", "not found"
+    if error.errno == errno.ELOOP:
+        return "include-missing", (
+            "cannot be reached: its path runs into a loop of symbolic links, or too long a"
+            " chain of them"
+        )
+    if error.errno == errno.ENAMETOOLONG:
+        return "include-missing", "cannot exist: its path is longer than the file system allows"
+    return "read-error", f"cannot be read: {error.strerror or error}"
+
+
 def resolve(tree: SourceTree, entry: ScriptEntry) -> tuple[ResolvedScript | None, list[Diagnostic]]:
     """Inline every include of `entry`; None when an include cannot be resolved."""
     resolver = _Resolver(tree)
-    resolver.visit(entry.path, [])
+    resolver.visit(entry.path)
     script = tree.read(entry.path)
     if script is None or resolver.diagnostics:
         return None, resolver.diagnostics

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 
 # Path (relative, '/'-separated) -> bytes, or None when the file could not be read.
 Snapshot = dict[str, bytes | None]
@@ -70,6 +71,32 @@ def read_regular(path: str, name: str, most: int = -1) -> bytes:
         return handle.read(most)
 
 
+def walk(top: str, followlinks: bool = False) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk, top-down, errors ignored, the caller's changes to the directory names heeded,
+    but with a stack of its own: Python 3.11's os.walk recurses once per directory level, so a
+    tree nested a thousand directories deep would stop the build with RecursionError."""
+    pending = [top]
+    while pending:
+        directory = pending.pop()
+        subdirs: list[str] = []
+        names: list[str] = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()  # a link to a directory counts, as in os.walk
+                    except OSError:
+                        is_dir = False
+                    (subdirs if is_dir else names).append(entry.name)
+        except OSError:
+            continue
+        yield directory, subdirs, names
+        for name in reversed(subdirs):
+            path = os.path.join(directory, name)
+            if followlinks or not os.path.islink(path):
+                pending.append(path)
+
+
 def _relative(path: str, prefix: str) -> str:
     """`path`, which os.walk made under the tree whose os.path.join(root, "") is `prefix`,
     relative to that root and '/'-separated."""
@@ -86,13 +113,21 @@ def take_snapshot(root: StrPath) -> Snapshot:
     inside = real_root.rstrip(os.sep) + os.sep
     files: Snapshot = {}
     seen: set[str] = set()
-    for directory, subdirs, names in os.walk(root, followlinks=True):
-        real = os.path.realpath(directory)
+    # The real path of a directory still to be walked, where its parent's gives it: asking
+    # realpath would look up every level again, which costs a tree nested a thousand deep
+    # minutes.
+    known: dict[str, str] = {}
+    for directory, subdirs, names in walk(root, followlinks=True):
+        real = known.pop(directory, None) or os.path.realpath(directory)
         if real in seen or not (real == real_root or real.startswith(inside)):
             subdirs.clear()
             continue
         seen.add(real)
         subdirs.sort()
+        for name in subdirs:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                known[path] = os.path.join(real, name)
         for name in sorted(names):
             path = os.path.join(directory, name)
             rel = _relative(path, prefix)
@@ -100,11 +135,17 @@ def take_snapshot(root: StrPath) -> Snapshot:
             # must be reported, not silently left out (and its coming or going must change the
             # build's digest).
             data = None
-            if os.path.realpath(path).startswith(inside):
-                try:
+            try:
+                link = os.path.islink(path)
+                if link:
+                    # Links the system will not follow (a loop, or a chain of more than 40:
+                    # ELOOP) never reach realpath, which recurses once per link.
+                    os.stat(path)
+                real_path = os.path.realpath(path) if link else os.path.join(real, name)
+                if real_path.startswith(inside):
                     data = read_regular(path, rel)
-                except OSError:
-                    data = None
+            except OSError:
+                data = None
             files[rel] = data
     return files
 
@@ -117,7 +158,7 @@ def read_tree(directory: StrPath) -> dict[str, bytes]:
     directory = os.fspath(directory)
     prefix = os.path.join(directory, "")
     found: dict[str, bytes] = {}
-    for parent, subdirs, names in os.walk(directory):
+    for parent, subdirs, names in walk(directory):
         # Python writes bytecode into a generated package as soon as it is imported: that is
         # the interpreter's, not the build's, and neither a difference nor ours to delete.
         subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")

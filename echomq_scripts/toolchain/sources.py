@@ -6,6 +6,7 @@ under `includes/`) is only ever pulled in by an `--- @include` directive.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -55,7 +56,7 @@ class SourceTree:
 
     def __init__(self, root: Path, snapshot: Snapshot | None = None) -> None:
         self.root = root
-        self._real_root = root.resolve()
+        self._real_root = Path(os.path.realpath(root))
         self.snapshot = take_snapshot(root) if snapshot is None else snapshot
         self._files: dict[str, SourceFile | None] = {}
         self.diagnostics: list[Diagnostic] = []
@@ -144,15 +145,19 @@ class SourceTree:
     def _unreadable(self, rel: str) -> str:
         """Why the snapshot holds no bytes for `rel`, as far as the file system still tells."""
         path = self.root / rel
-        if path.is_symlink():
-            if not self.contains(path):
-                # Following it could read anything on the machine (see snapshot.py).
-                return "cannot read the file: it is a symbolic link to outside the source root"
-            if not os.path.exists(path):
-                return "cannot read the file: it is a broken symbolic link"
+        if path.is_symlink() and not self.contains(path):
+            # Following it could read anything on the machine (see snapshot.py).
+            return "cannot read the file: it is a symbolic link to outside the source root"
         try:
             mode = os.stat(path).st_mode
-        except OSError:
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return (
+                    "cannot read the file: it is a loop of symbolic links, or too long a chain"
+                    " of them"
+                )
+            if path.is_symlink() and exc.errno == errno.ENOENT:
+                return "cannot read the file: it is a broken symbolic link"
             return "cannot read the file"
         if stat.S_ISREG(mode):
             return "cannot read the file"
@@ -160,7 +165,15 @@ class SourceTree:
 
     def contains(self, path: Path) -> bool:
         """True when `path`, with symlinks followed, lies inside the source root."""
-        return path.resolve().is_relative_to(self._real_root)
+        try:
+            os.stat(path)
+        except OSError as exc:
+            # Links the system will not follow (a loop, or a chain of more than 40) lead
+            # nowhere, so not out of the root; and os.path.realpath recurses once per link.
+            if exc.errno == errno.ELOOP:
+                return True
+        # os.path.realpath, not Path.resolve, which raises RuntimeError on a loop of links.
+        return Path(os.path.realpath(path)).is_relative_to(self._real_root)
 
     def has(self, rel: str) -> bool:
         """True when the snapshot holds the file at root-relative `rel`."""

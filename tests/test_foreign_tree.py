@@ -1,0 +1,99 @@
+"""A foreign tree: BullMQ's published scripts (npm package `bullmq`, `dist/cjs/commands`) build,
+and every built script's SHA1 is the one Redis gives it.
+
+The package is fetched once with `npm pack` into pytest's cache directory and checked against
+its pinned sha256 (tests/support/bullmq_package.py, which also says why each code in IGNORED is
+ignored); later runs need neither npm nor the network. Without npm (and without that cached
+copy) the tests are skipped, or fail in CI (`unavailable`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import redis
+from click.testing import CliRunner
+
+from echomq_scripts.toolchain.cli import cli
+from tests.support.bullmq_package import (
+    CACHE_NAME,
+    IGNORED,
+    PackageDamaged,
+    PackageUnavailable,
+    unpack_commands,
+)
+from tests.support.environment import unavailable
+
+
+@pytest.fixture(scope="module")
+def bullmq_commands(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """BullMQ's `dist/cjs/commands`, unpacked into a fresh directory."""
+    cache = getattr(request.config, "cache", None)
+    directory = cache.mkdir(CACHE_NAME) if cache is not None else tmp_path_factory.mktemp("npm")
+    try:
+        return unpack_commands(directory, tmp_path_factory.mktemp("bullmq"))
+    except PackageUnavailable as exc:
+        unavailable("npm", str(exc))
+    except PackageDamaged as exc:
+        pytest.fail(str(exc))
+
+
+def test_bullmq_tree_is_what_we_think(bullmq_commands: Path) -> None:
+    assert len(list(bullmq_commands.glob("*.lua"))) == 64
+    assert len(list((bullmq_commands / "includes").glob("*.lua"))) == 72
+
+
+def test_bullmq_findings_beyond_key_slot_are_the_known_ones(bullmq_commands: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["check", "--src", str(bullmq_commands), "--no-cache", "--ignore", "key-slot"]
+    )
+    assert result.exit_code == 1
+    errors = [line for line in result.stdout.splitlines() if ": error: " in line]
+    relays = ["relayAckInbox", "relayReadInbox", "relayRemoveEndpoint", "relayTrimInbox"]
+    assert [e for e in errors if e.endswith("[keys-arity]")] == [
+        f"{bullmq_commands}/{name}-1.lua:1:1: error: the filename declares 1 key but the code"
+        " reads at most none of them [keys-arity]"
+        for name in relays
+    ]
+    undefined = [e for e in errors if e.endswith("[undefined-global]")]
+    assert len(undefined) == 38
+    assert all("read of undefined global 'rcall'" in e for e in undefined)
+    assert len(errors) == 4 + 38
+
+
+def test_bullmq_builds_and_redis_agrees_on_every_sha1(
+    bullmq_commands: Path, tmp_path: Path, r: redis.Redis
+) -> None:
+    out = tmp_path / "build"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "build",
+            "--src",
+            str(bullmq_commands),
+            "--out",
+            str(out),
+            "--no-cache",
+            "--ignore",
+            ",".join(IGNORED),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == f"wrote {out} (64 scripts, 64 analysed, 0 from cache)"
+    scripts = json.loads((out / "manifest.json").read_bytes())["scripts"]
+    assert len(scripts) == 64
+    for script in scripts:
+        assert r.script_load((out / script["file"]).read_bytes()) == script["sha1"], script["name"]
+    # The undefined-global findings are true of this build (tests/support/bullmq_package.py):
+    # removing a job with a child reaches an include's function that reads a global `rcall`.
+    prefix = "bull:q:"
+    r.hset(f"{prefix}parent", "name", "parent")
+    r.hset(f"{prefix}child", "name", "child")
+    r.sadd(f"{prefix}parent:dependencies", f"{prefix}child")
+    script = (out / "scripts" / "removeUnprocessedChildren-2.lua").read_text(encoding="utf-8")
+    with pytest.raises(redis.ResponseError, match="nonexistent global variable 'rcall'"):
+        r.eval(script, 2, f"{prefix}parent", f"{prefix}meta", prefix, "parent")
