@@ -223,6 +223,11 @@ class Shape:
         return decoder
 
 
+# How deep lists and tuples may nest in a return shape. Redis never sees the header, so nothing
+# outside bounds it; the reader and every walk of a `Shape` (spelling, annotation, decoder)
+# recurse once per level, and no reply worth declaring comes near this.
+MAX_SHAPE_DEPTH = 32
+
 _SHAPE_TOKEN = re.compile(r"[A-Za-z_]+|[\[\],|]|\S+?(?=[\s\[\],|]|$)")
 
 
@@ -255,6 +260,7 @@ class _ShapeReader:
     def __init__(self, tokens: list[str]) -> None:
         self.tokens = tokens
         self.pos = 0
+        self.depth = 0  # the lists and tuples open at `pos`
 
     def peek(self) -> str | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -277,6 +283,9 @@ class _ShapeReader:
             self.pos += 1
             return Shape(word)
         if word in ("list", "tuple"):
+            if self.depth == MAX_SHAPE_DEPTH:
+                raise ValueError(f"lists and tuples nest more than {MAX_SHAPE_DEPTH} deep")
+            self.depth += 1
             self.pos += 1
             self.take("[")
             items = [self.union()]
@@ -284,6 +293,7 @@ class _ShapeReader:
                 self.pos += 1
                 items.append(self.union())
             self.take("]")
+            self.depth -= 1
             return Shape(container=word, items=tuple(items))
         raise ValueError(
             f"expected a type ({', '.join(REPLY_TYPES)}, list[...], tuple[...]), found"

@@ -12,7 +12,7 @@ and a method body has an implicit `self`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,6 +21,8 @@ from .syntax import check_syntax
 
 Position = tuple[int, int]  # (row, byte column), both 0-based
 _T = TypeVar("_T")
+# What walking one node asks for next: its children to walk, each with its scope.
+_Steps = Iterator[tuple[Any, "_Scope"]]
 
 
 @dataclass
@@ -43,7 +45,10 @@ class TableUse:
 
     literal: list[tuple[int, int, int]] = field(default_factory=list)  # (index, row, col)
     dynamic: list[Position] = field(default_factory=list)  # t[expr], expr not an integer literal
-    whole: list[Position] = field(default_factory=list)  # unpack(t), ipairs(t), t escapes
+    whole: list[Position] = field(default_factory=list)  # unpack(t), ipairs(t), #t, return t
+    # Stored (`{k = t}`, `x.k = t`) or passed (a `...`, a function the walk cannot name) where
+    # the check cannot follow it: its reads there are unknown.
+    escaped: list[Position] = field(default_factory=list)
 
 
 @dataclass
@@ -73,7 +78,12 @@ class Facts:
         # What dataclasses.asdict gives, without its deep copies: a cold build writes one of
         # these per script.
         def use(table: TableUse) -> dict[str, Any]:
-            return {"literal": table.literal, "dynamic": table.dynamic, "whole": table.whole}
+            return {
+                "literal": table.literal,
+                "dynamic": table.dynamic,
+                "whole": table.whole,
+                "escaped": table.escaped,
+            }
 
         return {
             "syntax": self.syntax,
@@ -98,11 +108,12 @@ class Facts:
         col = _Field(int, 0)
 
         def use(raw: object) -> TableUse:
-            fields = _record(raw, ("literal", "dynamic", "whole"))
+            fields = _record(raw, ("literal", "dynamic", "whole", "escaped"))
             return TableUse(
                 _list(fields["literal"], _tuple(_Field(int), row, col)),
                 _list(fields["dynamic"], _tuple(row, col)),
                 _list(fields["whole"], _tuple(row, col)),
+                _list(fields["escaped"], _tuple(row, col)),
             )
 
         def finding(raw: object) -> Finding:
@@ -241,7 +252,18 @@ def _parse(text: bytes) -> Any:
 class _Binding:
     """One declared local: a variable, a parameter, a loop variable or a local function."""
 
-    __slots__ = ("col", "depth", "func", "kind", "name", "reads", "row", "values")
+    __slots__ = (
+        "col",
+        "depth",
+        "func",
+        "kind",
+        "loop_range",
+        "name",
+        "reads",
+        "reassigned",
+        "row",
+        "values",
+    )
 
     def __init__(self, name: str, node: Any, kind: str, depth: int) -> None:
         self.name = name
@@ -252,6 +274,10 @@ class _Binding:
         self.reads: list[Any] = []
         self.values: list[Any] = []  # expressions assigned to it, for alias tracking
         self.func: Any = None  # the function node, when the binding holds a local function
+        # A numeric for's variable: its start, end and step (None: 1) expressions.
+        self.loop_range: tuple[Any, Any, Any] | None = None
+        # Whether an assignment statement (not its declaration) gives it a value.
+        self.reassigned = False
 
 
 class _Scope:
@@ -286,6 +312,15 @@ class _Walker:
         self.global_reads: list[Any] = []
         self.params: dict[int, list[_Binding]] = {}  # function node id -> its parameters
         self.calls: list[Any] = []
+        # Inside a branch that never runs (`if false then`): above 0 while the walk is there.
+        self.dead = 0
+        self.dead_reads: set[int] = set()  # identifier node ids read in such a branch
+        # `_G.KEYS`, `_G["ARGV"]`: node id -> the table it reads, as a global read of it would.
+        self.global_fields: dict[int, Any] = {}
+        # The table of each `t[i]`: its node id -> the index expression. The checks look a
+        # read's index up here: tree-sitter finds a node's parent by walking down from the root,
+        # which in a long chain (`KEYS[1] + KEYS[1] + ...`) costs the chain's depth per read.
+        self.indexed: dict[int, Any] = {}
 
     def run(self) -> Facts:
         root = self.tree.root_node
@@ -311,15 +346,35 @@ class _Walker:
     # -- the walk ---------------------------------------------------------------------------
 
     def visit(self, node: Any, scope: _Scope) -> None:
+        """Walk `node` and everything under it, depth first, in source order.
+
+        The walk keeps its own stack of generators, one per node being walked, instead of
+        recursing: tree-sitter nests left-associative chains (`1 + 1 + ...`, `a and b and ...`,
+        `f()()...`, `o:m():m()...`, `t.a.b...`, `t[1][1]...`) one node per link, and Lua 5.1
+        compiles them in a loop, so a script Redis accepts may be thousands of nodes deep.
+        Each handler yields the children it wants walked, with their scope, and goes on when
+        they are done.
+        """
+        stack = [self.steps(node, scope)]
+        while stack:
+            step = next(stack[-1], None)
+            if step is None:
+                stack.pop()
+            else:
+                stack.append(self.steps(*step))
+
+    def steps(self, node: Any, scope: _Scope) -> _Steps:
+        """The walk of one node: its handler, or its named children in order."""
         kind = node.type
         if kind in _SKIP:
-            return
+            return iter(())
+        if kind == "identifier":
+            self.v_identifier(node, scope)
+            return iter(())
         handler = _HANDLERS.get(kind)
         if handler is not None:
-            handler(self, node, scope)
-        else:
-            for child in node.named_children:
-                self.visit(child, scope)
+            return handler(self, node, scope)
+        return ((child, scope) for child in node.named_children)
 
     def declare(self, node: Any, scope: _Scope, kind: str) -> _Binding:
         name = node.text.decode("utf-8")
@@ -350,6 +405,8 @@ class _Walker:
         name = node.text.decode("utf-8")
         binding = scope.lookup(name)
         self.resolved[node.id] = binding
+        if self.dead:
+            self.dead_reads.add(node.id)
         if binding is not None:
             binding.reads.append(node)
             return
@@ -358,18 +415,18 @@ class _Walker:
             reason = MISSING_GLOBALS.get(name, "Redis's Lua does not provide it")
             self.finding(node, "undefined-global", f"read of undefined global '{name}': {reason}")
 
-    def v_block(self, node: Any, scope: _Scope) -> None:
+    def v_block(self, node: Any, scope: _Scope) -> _Steps:
         inner = _Scope(scope)
         for child in node.named_children:
-            self.visit(child, inner)
+            yield child, inner
 
-    def v_variable_declaration(self, node: Any, scope: _Scope) -> None:
+    def v_variable_declaration(self, node: Any, scope: _Scope) -> _Steps:
         target = node.named_children[-1]
         if target.type == "assignment_statement":
             names = _child_of_type(target, "variable_list")
             values = _expressions(_child_of_type(target, "expression_list"))
             for value in values:
-                self.visit(value, scope)
+                yield value, scope
         else:
             names, values = target, []
         for index, name in enumerate(_names(names)):
@@ -379,12 +436,12 @@ class _Walker:
                 if values[index].type == "function_definition":
                     binding.func = values[index]
 
-    def v_function_declaration(self, node: Any, scope: _Scope) -> None:
+    def v_function_declaration(self, node: Any, scope: _Scope) -> _Steps:
         name = node.child_by_field_name("name")
         if _is_local(node):
             binding = self.declare(name, scope, "function")
             binding.func = node
-            self.function_body(node, scope, method=False)
+            yield from self.function_body(node, scope, method=False)
             return
         if name.type == "identifier":
             existing = scope.lookup(name.text.decode("utf-8"))
@@ -397,13 +454,13 @@ class _Walker:
                     " globals; declare it 'local function'",
                 )
         else:
-            self.visit(name, scope)
-        self.function_body(node, scope, method=name.type == "method_index_expression")
+            yield name, scope
+        yield from self.function_body(node, scope, method=name.type == "method_index_expression")
 
-    def v_function_definition(self, node: Any, scope: _Scope) -> None:
-        self.function_body(node, scope, method=False)
+    def v_function_definition(self, node: Any, scope: _Scope) -> _Steps:
+        yield from self.function_body(node, scope, method=False)
 
-    def function_body(self, node: Any, scope: _Scope, method: bool) -> None:
+    def function_body(self, node: Any, scope: _Scope, method: bool) -> _Steps:
         inner = _Scope(scope)
         params: list[_Binding] = []
         if method:
@@ -417,44 +474,49 @@ class _Walker:
         self.params[node.id] = params
         body = node.child_by_field_name("body")
         if body is not None:
-            self.visit(body, inner)
+            yield body, inner
 
-    def v_for_statement(self, node: Any, scope: _Scope) -> None:
+    def v_for_statement(self, node: Any, scope: _Scope) -> _Steps:
         clause = node.child_by_field_name("clause")
         inner = _Scope(scope)
         if clause.type == "for_numeric_clause":
             for part in ("start", "end", "step"):
                 expression = clause.child_by_field_name(part)
                 if expression is not None:
-                    self.visit(expression, scope)
-            self.declare(clause.child_by_field_name("name"), inner, "loop")
+                    yield expression, scope
+            variable = self.declare(clause.child_by_field_name("name"), inner, "loop")
+            variable.loop_range = (
+                clause.child_by_field_name("start"),
+                clause.child_by_field_name("end"),
+                clause.child_by_field_name("step"),
+            )
         else:
             expressions = _expressions(_child_of_type(clause, "expression_list"))
             for expression in expressions:
-                self.visit(expression, scope)
+                yield expression, scope
             for name in _names(_child_of_type(clause, "variable_list")):
                 # What the loop walks is where its variables come from (for key provenance).
                 self.declare(name, inner, "loop").values.extend(expressions[:1])
         body = node.child_by_field_name("body")
         if body is not None:
-            self.visit(body, inner)
+            yield body, inner
 
-    def v_repeat_statement(self, node: Any, scope: _Scope) -> None:
+    def v_repeat_statement(self, node: Any, scope: _Scope) -> _Steps:
         # The condition is inside the body's scope: `repeat local done = f() until done`.
         inner = _Scope(scope)
         body = node.child_by_field_name("body")
         if body is not None:
             for child in body.named_children:
-                self.visit(child, inner)
-        self.visit(node.child_by_field_name("condition"), inner)
+                yield child, inner
+        yield node.child_by_field_name("condition"), inner
 
-    def v_assignment_statement(self, node: Any, scope: _Scope) -> None:
+    def v_assignment_statement(self, node: Any, scope: _Scope) -> _Steps:
         values = _expressions(_child_of_type(node, "expression_list"))
         for value in values:
-            self.visit(value, scope)
+            yield value, scope
         for index, target in enumerate(_expressions(_child_of_type(node, "variable_list"))):
             if target.type != "identifier":
-                self.visit(target, scope)
+                yield target, scope
                 continue
             name = target.text.decode("utf-8")
             binding = scope.lookup(name)
@@ -466,12 +528,68 @@ class _Walker:
                     f"assignment to global '{name}': Redis refuses to create or change globals;"
                     " declare it 'local'",
                 )
-            elif index < len(values):
-                binding.values.append(values[index])
+            else:
+                binding.reassigned = True
+                if index < len(values):
+                    binding.values.append(values[index])
 
-    def v_dot_index_expression(self, node: Any, scope: _Scope) -> None:
+    def v_if_statement(self, node: Any, scope: _Scope) -> _Steps:
+        # A branch behind a constant condition that is never true (`if false then`), or after
+        # one that always is (`if true then ... else`), never runs: what it reads is no read.
+        taken = False  # a clause before this one always runs
+        for child in node.named_children:
+            condition = child.child_by_field_name("condition")
+            if child.type == "elseif_statement":
+                yield condition, scope
+                taken, dead = self.branch(condition, taken)
+                body = child.child_by_field_name("consequence")
+            elif child.type == "else_statement":
+                dead, body = taken, child.child_by_field_name("body")
+            elif child.type == "block":
+                taken, dead = self.branch(node.child_by_field_name("condition"), taken)
+                body = child
+            else:
+                yield child, scope
+                continue
+            if body is None:
+                continue
+            self.dead += dead
+            yield body, scope
+            self.dead -= dead
+
+    @staticmethod
+    def branch(condition: Any, taken: bool) -> tuple[bool, bool]:
+        """For a clause after clauses of which one always runs (`taken`), with this condition:
+        whether a clause up to this one always runs, and whether this clause's body never does."""
+        while condition.type == "parenthesized_expression":
+            condition = condition.named_children[0]
+        never = taken or condition.type in ("false", "nil")
+        return taken or condition.type == "true", never
+
+    def v_bracket_index_expression(self, node: Any, scope: _Scope) -> _Steps:
+        table, key = node.child_by_field_name("table"), node.child_by_field_name("field")
+        self.indexed[table.id] = node
+        yield table, scope
+        yield key, scope
+        content = _child_of_type(key, "string_content") if key.type == "string" else None
+        if content is not None:
+            self.global_field(node, table, content.text)
+
+    def global_field(self, node: Any, table: Any, name: bytes) -> None:
+        """Note `node` when it reads KEYS or ARGV as a field of `_G`."""
+        if (
+            name in (b"KEYS", b"ARGV")
+            and table.type == "identifier"
+            and table.text == b"_G"
+            and self.resolved.get(table.id, 0) is None
+            and not self.dead
+        ):
+            self.global_fields[node.id] = node
+
+    def v_dot_index_expression(self, node: Any, scope: _Scope) -> _Steps:
         table = node.child_by_field_name("table")
-        self.visit(table, scope)
+        yield table, scope
+        self.global_field(node, table, node.child_by_field_name("field").text)
         if table.type == "identifier" and self.resolved.get(table.id, 0) is None:
             library = table.text.decode("utf-8")
             fields = LIBRARY_FIELDS.get(library)
@@ -483,24 +601,25 @@ class _Walker:
                     f"'{library}.{name}' does not exist in Redis's Lua",
                 )
 
-    def v_method_index_expression(self, node: Any, scope: _Scope) -> None:
-        self.visit(node.child_by_field_name("table"), scope)
+    def v_method_index_expression(self, node: Any, scope: _Scope) -> _Steps:
+        yield node.child_by_field_name("table"), scope
 
-    def v_field(self, node: Any, scope: _Scope) -> None:
+    def v_field(self, node: Any, scope: _Scope) -> _Steps:
         # `{name = v}` names a field; only `{[expr] = v}` evaluates its key.
         name = node.child_by_field_name("name")
         if name is not None and node.children[0].type == "[":
-            self.visit(name, scope)
+            yield name, scope
         value = node.child_by_field_name("value")
         if value is not None:
-            self.visit(value, scope)
+            yield value, scope
 
-    def v_function_call(self, node: Any, scope: _Scope) -> None:
-        self.calls.append(node)
+    def v_function_call(self, node: Any, scope: _Scope) -> _Steps:
+        if not self.dead:
+            self.calls.append(node)
         for child in node.named_children:
-            self.visit(child, scope)
+            yield child, scope
 
-    def v_return_statement(self, node: Any, scope: _Scope) -> None:
+    def v_return_statement(self, node: Any, scope: _Scope) -> _Steps:
         expressions = _expressions(_child_of_type(node, "expression_list"))
         # Redis replies with the first value a script returns: only that one can be a code.
         code = _negative_literal(expressions[0]) if expressions else None
@@ -508,10 +627,11 @@ class _Walker:
             point = expressions[0].start_point
             self.facts.returned_codes.append((code, point.row, point.column))
         for expression in expressions:
-            self.visit(expression, scope)
+            yield expression, scope
 
-    def v_ignore(self, node: Any, scope: _Scope) -> None:
+    def v_ignore(self, node: Any, scope: _Scope) -> _Steps:
         """Labels and gotos (refused by the syntax gate anyway) read no variables."""
+        return iter(())
 
     # -- after the walk ---------------------------------------------------------------------
 
@@ -546,6 +666,8 @@ class _Walker:
         def is_table(node: Any) -> bool:
             while node.type == "parenthesized_expression":
                 node = node.named_children[0]
+            if node.id in self.global_fields:
+                return bool(_global_field_name(node) == table.encode())
             if node.type != "identifier" or node.id not in self.resolved:
                 return False
             binding = self.resolved[node.id]
@@ -569,39 +691,174 @@ class _Walker:
         readers = [n for b in self.bindings if id(b) in aliases for n in b.reads]
         if table in GLOBALS:
             readers += [n for n in self.global_reads if n.text == table.encode()]
+        readers += [
+            n for n in self.global_fields.values() if _global_field_name(n) == table.encode()
+        ]
+        readers = [n for n in readers if n.id not in self.dead_reads]
         for node in sorted(readers, key=lambda n: (n.start_point.row, n.start_point.column)):
             self.classify(node, use, aliases)
         return use
 
     def classify(self, node: Any, use: TableUse, aliases: set[int]) -> None:
-        parent = node.parent
         point = node.start_point
-        if (
-            parent.type == "bracket_index_expression"
-            and parent.child_by_field_name("table") == node
-        ):
-            index = _integer_literal(parent.child_by_field_name("field"))
-            if index is None:
+        indexed = self.indexed.get(node.id)
+        if indexed is not None:
+            indexes = self.integers(indexed.child_by_field_name("field"))
+            if indexes is None:
                 use.dynamic.append((point.row, point.column))
             else:
-                use.literal.append((index, point.row, point.column))
+                use.literal += [(index, point.row, point.column) for index in indexes]
             return
+        parent = node.parent
         if parent.type == "unary_expression" and parent.children[0].type == "#":
             return
         # Handed to an alias (`local k = KEYS`, `f(KEYS)` for a local f): followed through it.
         receiver: _Binding | None = None
+        escapes = False
         if parent.type == "expression_list" and parent.parent.type == "assignment_statement":
             position = _expressions(parent).index(node)
             targets = _expressions(_child_of_type(parent.parent, "variable_list"))
             if position < len(targets):
                 receiver = self.resolved.get(targets[position].id)
+                # Into a table's field or a global: read back where the check cannot see.
+                escapes = targets[position].type != "identifier" or receiver is None
         elif parent.type == "arguments":
-            params = self.local_function_params(parent.parent) or []
-            position = _call_arguments(parent.parent).index(node)
-            receiver = params[position] if position < len(params) else None
+            call = parent.parent
+            position = _call_arguments(call).index(node)
+            read = self.library_read(call, position, point)
+            if read is not None:
+                use.literal += read[0]
+                use.dynamic += read[1]
+                return
+            params = self.local_function_params(call)
+            if params is not None:
+                receiver = params[position] if position < len(params) else None
+                escapes = receiver is None  # into the function's `...`
+            else:
+                # A function of Redis's Lua reads it whole, unless it stores it in a table
+                # (`table.insert(t, KEYS)`); any other function the check cannot follow.
+                callee = call.child_by_field_name("name")
+                escapes = not self.is_library(callee) or callee.text in _STORING
+
+        elif parent.type == "field":
+            escapes = True  # `{k = KEYS}`: stored in a table
+        elif parent.type == "expression_list" and parent.parent.type == "return_statement":
+            # A script's reply is read whole; a function's result goes where it is called.
+            escapes = _in_function(parent)
         if receiver is not None and id(receiver) in aliases:
             return
-        use.whole.append((point.row, point.column))
+        (use.escaped if escapes else use.whole).append((point.row, point.column))
+
+    def is_library(self, callee: Any) -> bool:
+        """Whether `callee` names a global function or a field of a global table (`unpack`,
+        `cjson.encode`, `redis.call`): Redis's Lua, which reads a table it is given whole."""
+        while callee.type == "dot_index_expression":
+            callee = callee.child_by_field_name("table")
+        return callee.type == "identifier" and self.resolved.get(callee.id, 0) is None
+
+    def library_read(
+        self, call: Any, position: int, point: Any
+    ) -> tuple[list[tuple[int, int, int]], list[Position]] | None:
+        """The reads of a table passed as argument `position` of `call`, when a library function
+        reads known entries of it: `rawget(t, i)` reads `t[i]`; `unpack(t)` as the values of
+        `local a, b = ...` reads `t[1]` and `t[2]`, and inside `select(n, ...)` reads `t[n]`.
+        (literal reads, dynamic reads), or None when the call reads it otherwise."""
+        callee = call.child_by_field_name("name")
+        if callee.type != "identifier" or self.resolved.get(callee.id, 0) is not None:
+            return None
+        arguments = _call_arguments(call)
+        at = (point.row, point.column)
+        if callee.text == b"rawget" and position == 0 and len(arguments) == 2:
+            indexes = self.integers(arguments[1])
+            if indexes is None:
+                return [], [at]
+            return [(index, *at) for index in indexes], []
+        if callee.text != b"unpack" or position != 0 or len(arguments) != 1:
+            return None
+        outer = call.parent
+        if outer.type == "arguments" and _expressions(outer)[-1] == call:
+            selector = outer.parent
+            name = selector.child_by_field_name("name")
+            first = _expressions(outer)[0]
+            if name.type == "identifier" and name.text == b"select" and first != call:
+                start = self.integers(first)
+                if start is not None and len(start) == 1 and start[0] >= 1:
+                    return [(start[0], *at)], []
+            return None
+        if (
+            outer.type == "expression_list"
+            and outer.parent.type == "assignment_statement"
+            and outer.parent.parent.type == "variable_declaration"
+            and _expressions(outer)[-1] == call
+        ):
+            names = _names(_child_of_type(outer.parent, "variable_list"))
+            count = len(names) - (len(_expressions(outer)) - 1)
+            return [(index, *at) for index in range(1, count + 1)], []
+        return None
+
+    def integers(self, root: Any) -> tuple[int, ...] | None:
+        """Every integer `root` can be, when that is known before the script runs; else None.
+
+        Known are integer literals; `+`, `-` and `*` of known values; a local given one known
+        value where it is declared and never assigned again; and the variable of a numeric
+        `for` whose start, end and step are known (each value it takes). Evaluated with an
+        explicit stack, as the walk is: `KEYS[1 + 1 + ...]` may be any length.
+        """
+        done: dict[int, tuple[int, ...] | None] = {}
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if node.id in done:
+                continue
+            operands = self.operands(node)
+            if not ready and operands:
+                stack.append((node, True))
+                stack += [(operand, False) for operand in operands]
+                continue
+            done[node.id] = self.fold(node, [done[operand.id] for operand in operands])
+        return done[root.id]
+
+    def operands(self, node: Any) -> list[Any]:
+        """The expressions whose values `fold` needs to know `node`'s."""
+        kind = node.type
+        if kind == "parenthesized_expression":
+            return [node.named_children[0]]
+        if kind == "unary_expression" and node.children[0].type == "-":
+            return [node.child_by_field_name("operand")]
+        if kind == "binary_expression" and node.children[1].type in _FOLDED:
+            return [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        binding = self.resolved.get(node.id) if kind == "identifier" else None
+        if binding is None or binding.reassigned:
+            return []
+        if binding.kind == "local" and len(binding.values) == 1:
+            return [binding.values[0]]
+        if binding.loop_range is not None:
+            return [part for part in binding.loop_range if part is not None]
+        return []
+
+    def fold(self, node: Any, known: list[tuple[int, ...] | None]) -> tuple[int, ...] | None:
+        """`node`'s possible values from its operands' (`known`, in `operands` order)."""
+        if node.type == "number":
+            value = _integer_literal(node)
+            return None if value is None else (value,)
+        if not known or None in known:
+            return None
+        values = [k for k in known if k is not None]
+        if node.type in ("parenthesized_expression", "identifier") and len(values) == 1:
+            return values[0]
+        if node.type == "unary_expression":
+            return tuple(-v for v in values[0])
+        if node.type == "binary_expression":
+            operator = _FOLDED[node.children[1].type]
+            folded = {operator(a, b) for a in values[0] for b in values[1]}
+            return tuple(sorted(folded)) if len(folded) <= _MAX_FOLDED else None
+        # A numeric for's variable: one known start, end and step.
+        if any(len(v) != 1 for v in values):
+            return None
+        start, end, step = values[0][0], values[1][0], values[2][0] if len(values) == 3 else 1
+        if step == 0 or len(range(start, end + (1 if step > 0 else -1), step)) > _MAX_FOLDED:
+            return None
+        return tuple(range(start, end + (1 if step > 0 else -1), step))
 
     def key_provenance(self) -> list[tuple[int, int, str]]:
         """Where the key arguments of every redis.call / redis.pcall come from.
@@ -634,6 +891,11 @@ class _Walker:
                         bound.add(id(binding))
                 elif current.type in ("string", "number"):
                     direct.add("literal")
+                elif current.type == "function_call" and self.is_string_format(current):
+                    # string.format('emq:{%s}', x) builds its key as 'emq:{' .. x .. '}' does:
+                    # from its format's literal parts and its arguments, not from `string`.
+                    stack.extend(_call_arguments(current))
+                    continue
                 stack.extend(current.named_children)
             walked[node.id] = (direct, bound)
             return direct, bound
@@ -676,6 +938,19 @@ class _Walker:
                 result.append((point.row, point.column, kind))
         return result
 
+    def is_string_format(self, call: Any) -> bool:
+        """Whether `call` calls `string.format` of the global `string`."""
+        callee = call.child_by_field_name("name")
+        if callee.type != "dot_index_expression":
+            return False
+        table = callee.child_by_field_name("table")
+        return bool(
+            table.type == "identifier"
+            and table.text == b"string"
+            and self.resolved.get(table.id, 0) is None
+            and callee.child_by_field_name("field").text == b"format"
+        )
+
     def is_redis_call(self, call: Any) -> bool:
         """A call of redis.call / redis.pcall, directly or through a local alias of one
         (`local rcall = redis.call`)."""
@@ -702,14 +977,27 @@ class _Walker:
         return self.params.get(binding.func.id)
 
 
-_HANDLERS = {
+_HANDLERS: dict[str, Callable[[_Walker, Any, _Scope], _Steps]] = {
     name[2:]: method
     for name, method in vars(_Walker).items()
-    if name.startswith("v_") and name != "v_ignore"
+    if name.startswith("v_") and name not in ("v_ignore", "v_identifier")
 }
 _HANDLERS["goto_statement"] = _Walker.v_ignore
 _HANDLERS["label_statement"] = _Walker.v_ignore
 
+
+# The operators whose integer results the KEYS and ARGV checks work out (Lua's numbers are
+# doubles, exact for these on any index that matters), and the most values one index may take
+# before it counts as unknown (the most KEYS a script may declare).
+_FOLDED: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+}
+_MAX_FOLDED = 1024
+
+# Functions of Redis's Lua that store a table they are given in another table.
+_STORING = frozenset({b"table.insert", b"rawset"})
 
 # Where a command's keys are among its arguments (after the command name): the first one, the
 # first two, or all of them. Commands not listed are not checked.
@@ -743,6 +1031,22 @@ def _key_positions(call: Any, is_redis_call: bool) -> list[Any]:
     if command in _ALL_KEYS:
         return [a for a in rest if a.type != "function_call"]  # unpack(...) is judged by KEYS
     return []
+
+
+def _global_field_name(node: Any) -> bytes:
+    """`KEYS` for `_G.KEYS` or `_G["KEYS"]`."""
+    key = node.child_by_field_name("field")
+    content = _child_of_type(key, "string_content")
+    return bytes((content if content is not None else key).text)
+
+
+def _in_function(node: Any) -> bool:
+    """Whether `node` is inside a function's body, not at the chunk's top level."""
+    while node is not None:
+        if node.type in ("function_definition", "function_declaration"):
+            return True
+        node = node.parent
+    return False
 
 
 def _is_local(node: Any) -> bool:

@@ -134,8 +134,14 @@ def _slot_col(report: _Reporter, slot: Slot) -> int:
     return found + 2 if found >= 0 else 1
 
 
+def _reads_all(use: TableUse) -> bool:
+    """Whether every entry counts as read: the table is read whole, by a computed index, or
+    where the check cannot follow it."""
+    return bool(use.whole or use.dynamic or use.escaped)
+
+
 def _read_indexes(use: TableUse, count: int) -> set[int]:
-    if use.whole or use.dynamic:
+    if _reads_all(use):
         return set(range(1, count + 1))
     return {index for index, _, _ in use.literal}
 
@@ -156,7 +162,7 @@ def _check_keys(report: _Reporter, header: Header, use: TableUse, num_keys: int)
     read = _read_indexes(use, num_keys)
     for position, slot in enumerate(header.keys, start=1):
         col = _slot_col(report, slot)
-        if slot.unused and position in read and not (use.whole or use.dynamic):
+        if slot.unused and position in read and not _reads_all(use):
             report.in_script(
                 slot.line,
                 col,
@@ -196,6 +202,7 @@ def _check_key_indexes(report: _Reporter, use: TableUse, num_keys: int, variadic
                 "KEYS indexed by a non-literal: use KEYS[<integer>], or declare a variable key"
                 " list with '@key...' in the header",
             )
+        _check_escapes(report, use, "KEYS", "keys-escape", "a variable key list with '@key...'")
 
 
 def _check_names(report: _Reporter, header: Header) -> None:
@@ -206,7 +213,7 @@ def _check_names(report: _Reporter, header: Header) -> None:
 
 def _check_keys_without_header(report: _Reporter, use: TableUse, num_keys: int) -> None:
     _check_key_indexes(report, use, num_keys, variadic=False)
-    if use.whole or use.dynamic:
+    if _reads_all(use):
         return
     read = {index for index, _, _ in use.literal if 1 <= index <= num_keys}
     highest = max(read, default=0)
@@ -266,6 +273,9 @@ def _check_argv(report: _Reporter, header: Header, use: TableUse) -> None:
                 "ARGV indexed by a non-literal: use ARGV[<integer>], or declare a variable"
                 " argument list with '@arg...' in the header",
             )
+        _check_escapes(
+            report, use, "ARGV", "argv-escape", "a variable argument list with '@arg...'"
+        )
     read = _read_indexes(use, count)
     for position, slot in enumerate(header.args, start=1):
         if position not in read:
@@ -276,6 +286,19 @@ def _check_argv(report: _Reporter, header: Header, use: TableUse) -> None:
                 "argv-unused",
                 f"argument {position} '{slot.name}' is never read (ARGV[{position}])",
             )
+
+
+def _check_escapes(report: _Reporter, use: TableUse, table: str, code: str, rest: str) -> None:
+    for row, col in use.escaped:
+        report.at(
+            row,
+            col,
+            ERROR,
+            code,
+            f"{table} is stored or passed where the check cannot follow it, so its reads there"
+            f" go unchecked: index it here, pass it to a local function, or declare {rest}"
+            " in the header",
+        )
 
 
 def _check_codes(report: _Reporter, header: Header, facts: Facts) -> None:

@@ -28,7 +28,7 @@ class SyntaxProblem:
     message: str
 
 
-def _loadstring() -> Any:
+def _compile() -> Any:
     # Imported on first use so that a build served from the cache never loads Lua at all.
     global _runtime
     if _runtime is None:
@@ -36,16 +36,23 @@ def _loadstring() -> Any:
 
         # encoding=None: Lua's messages may quote a lone byte of a multi-byte character.
         _runtime = lua51.LuaRuntime(encoding=None, register_eval=False, register_builtins=False)
-    return _runtime.globals().loadstring
+    return _runtime.compile
 
 
 def check_syntax(text: str) -> SyntaxProblem | None:
     """None when Lua 5.1 compiles `text`; otherwise where and why it does not."""
+    from lupa.lua51 import LuaSyntaxError
+
     source = text.encode("utf-8")
-    result = _loadstring()(source, b"@user_script")
-    if not isinstance(result, tuple):
+    # `compile` loads the chunk straight from C, as Redis does, not through a Lua call of
+    # `loadstring`: that call would take one of the 200 nesting levels Lua 5.1 allows
+    # (LUAI_MAXCCALLS), and refuse a script nested exactly as deep as Redis still accepts.
+    try:
+        _compile()(source, name=b"@user_script")
+    except LuaSyntaxError as refused:
+        message = bytes(refused.args[0])
+    else:
         return None
-    message = bytes(result[1])
     match = _MESSAGE.match(message)
     if match is None:
         return SyntaxProblem(0, 0, message.decode("utf-8", "backslashreplace"))
