@@ -91,8 +91,8 @@ def test_json_format_lists_findings_on_stdout(in_tmp: Path) -> None:
         "col": 32,
         "severity": "error",
         "code": "argv-dynamic",
-        "message": "ARGV indexed by a non-literal: use ARGV[<integer>], or declare a variable"
-        " argument list with '@arg...' in the header",
+        "message": "ARGV indexed by a value the check cannot work out: use ARGV[<integer>], or"
+        " declare a variable argument list with '@arg...' in the header",
     }
     assert {f["code"] for f in findings} == {"argv-dynamic", "argv-undeclared", "argv-unused"}
 

@@ -199,8 +199,8 @@ def _check_key_indexes(report: _Reporter, use: TableUse, num_keys: int, variadic
                 col,
                 ERROR,
                 "keys-dynamic",
-                "KEYS indexed by a non-literal: use KEYS[<integer>], or declare a variable key"
-                " list with '@key...' in the header",
+                "KEYS indexed by a value the check cannot work out: use KEYS[<integer>], or"
+                " declare a variable key list with '@key...' in the header",
             )
         _check_escapes(report, use, "KEYS", "keys-escape", "a variable key list with '@key...'")
 
@@ -270,8 +270,8 @@ def _check_argv(report: _Reporter, header: Header, use: TableUse) -> None:
                 col,
                 ERROR,
                 "argv-dynamic",
-                "ARGV indexed by a non-literal: use ARGV[<integer>], or declare a variable"
-                " argument list with '@arg...' in the header",
+                "ARGV indexed by a value the check cannot work out: use ARGV[<integer>], or"
+                " declare a variable argument list with '@arg...' in the header",
             )
         _check_escapes(
             report, use, "ARGV", "argv-escape", "a variable argument list with '@arg...'"
