@@ -44,7 +44,7 @@ class TableUse:
     """How a script uses KEYS or ARGV, including through aliases and function parameters."""
 
     literal: list[tuple[int, int, int]] = field(default_factory=list)  # (index, row, col)
-    dynamic: list[Position] = field(default_factory=list)  # t[expr], expr not worked out (integers())
+    dynamic: list[Position] = field(default_factory=list)  # t[expr], expr not known (integers())
     whole: list[Position] = field(default_factory=list)  # unpack(t), ipairs(t), #t, return t
     # Stored (`{k = t}`, `x.k = t`) or passed (a `...`, a function the walk cannot name) where
     # the check cannot follow it: its reads there are unknown.
