@@ -20,12 +20,7 @@ COMMANDS = "package/dist/cjs/commands"
 # What BullMQ's scripts do that our checks refuse (docs/checks.md#configuring-findings):
 # - key-slot: job keys are built from a prefix in ARGV, not from KEYS;
 # - keys-arity: the relay*-1 scripts take KEYS[1] only to route the call on a cluster;
-# - undefined-global: removeUnprocessedChildren-2 includes removeJobWithChildren, which declares
-#   `local rcall` and then includes files that use it. BullMQ's loader pastes each include in
-#   place of its directive; ours pastes every include before the first directive of the script
-#   (docs/authoring.md), so in our build those files' functions read a global `rcall`, which
-#   Redis refuses at run time. The finding is true of our build of that script.
-IGNORED = ("key-slot", "keys-arity", "undefined-global")
+IGNORED = ("key-slot", "keys-arity")
 
 
 class PackageUnavailable(Exception):
