@@ -47,19 +47,19 @@ def test_bullmq_tree_is_what_we_think(bullmq_commands: Path) -> None:
     assert len(list((bullmq_commands / "includes").glob("*.lua"))) == 72
 
 
-def test_bullmq_findings_beyond_key_slot_are_the_known_ones(bullmq_commands: Path) -> None:
+def test_bullmq_checks_clean_but_for_key_slot(bullmq_commands: Path) -> None:
     result = CliRunner().invoke(
         cli, ["check", "--src", str(bullmq_commands), "--no-cache", "--ignore", "key-slot"]
     )
-    assert result.exit_code == 1
-    errors = [line for line in result.stdout.splitlines() if ": error: " in line]
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.stdout.splitlines() if ": error: " in line] == []
+    # A headerless script that takes a key only to route the call is a warning (keys-arity).
     relays = ["relayAckInbox", "relayReadInbox", "relayRemoveEndpoint", "relayTrimInbox"]
-    assert [e for e in errors if e.endswith("[keys-arity]")] == [
-        f"{bullmq_commands}/{name}-1.lua:1:1: error: the filename declares 1 key but the code"
+    assert [line for line in result.stdout.splitlines() if line.endswith("[keys-arity]")] == [
+        f"{bullmq_commands}/{name}-1.lua:1:1: warning: the filename declares 1 key but the code"
         " reads at most none of them [keys-arity]"
         for name in relays
     ]
-    assert len(errors) == 4
 
 
 @pytest.fixture(scope="module")
