@@ -1,5 +1,7 @@
-"""A foreign tree: BullMQ's published scripts (npm package `bullmq`, `dist/cjs/commands`) build,
-and every built script's SHA1 is the one Redis gives it.
+"""A foreign tree: BullMQ's published scripts (npm package `bullmq`, `dist/cjs/commands`) build
+with `--ignore key-slot` alone, every built script's SHA1 is the one Redis gives it, each is the
+text BullMQ's own loader makes of it (`dist/cjs/scripts`) but for empty lines, and one whose
+includes need them pasted in place runs.
 
 The package is fetched once with `npm pack` into pytest's cache directory and checked against
 its pinned sha256 (tests/support/bullmq_package.py, which also says why each code in IGNORED is
@@ -22,6 +24,7 @@ from tests.support.bullmq_package import (
     IGNORED,
     PackageDamaged,
     PackageUnavailable,
+    loader_output,
     unpack_commands,
 )
 from tests.support.environment import unavailable
@@ -111,3 +114,22 @@ def test_bullmq_removes_unprocessed_children_in_our_build(
     assert [fields for _, fields in r.xrange(f"{prefix}events") or []] == [
         {b"event": b"removed", b"jobId": b"child", b"prev": b"wait"}
     ]
+
+
+def test_bullmq_scripts_are_laid_out_as_bullmq_lays_them_out(
+    bullmq_commands: Path, bullmq_build: tuple[Path, Result]
+) -> None:
+    # BullMQ's own build (dist/cjs/scripts) also drops its empty lines; ours keeps them, so a
+    # line number is the source's. Apart from those, every script is the same text.
+    out, result = bullmq_build
+    assert result.exit_code == 0, result.output
+
+    def without_empty_lines(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.strip()]
+
+    modules = sorted((bullmq_commands.parent / "scripts").glob("*-*.js"))
+    assert len(modules) == 64
+    for module in modules:
+        ours = (out / "scripts" / f"{module.stem}.lua").read_text(encoding="utf-8")
+        theirs = loader_output(module)
+        assert without_empty_lines(ours) == without_empty_lines(theirs), module.stem
