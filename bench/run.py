@@ -192,8 +192,9 @@ def _strip_package_bytecode(bench: Bench) -> Callable[[], None]:
 
 
 def bullmq_plans(bench: Bench) -> list[Plan]:
-    """BullMQ's published tree (npm `bullmq`, pinned as the tests pin it), built with the
-    codes its scripts need ignored; no rows, with a note, when npm cannot fetch it."""
+    """BullMQ's published tree (npm `bullmq`, pinned as the tests pin it), built with
+    `--ignore key-slot` (IGNORED, as the tests build it); no rows, with a note, when npm cannot
+    fetch it."""
     from tests.support.bullmq_package import (
         CACHE_NAME,
         IGNORED,

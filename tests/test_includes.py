@@ -1,10 +1,14 @@
-"""The include rules: nesting, each file once, dependency order, placement, line maps."""
+"""The include rules: nesting, each file once, pasted in place, line maps."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import redis
+from click.testing import CliRunner
+
+from echomq_scripts.toolchain.cli import cli
 from echomq_scripts.toolchain.diagnostics import Diagnostic
 from echomq_scripts.toolchain.pipeline import include_syntax
 from echomq_scripts.toolchain.resolve import IncludeSite, resolve
@@ -20,15 +24,17 @@ def write(root: Path, files: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def test_nested_includes_are_emitted_once_in_dependency_order(tmp_path: Path) -> None:
+def test_each_include_is_pasted_in_place_once_at_its_first_directive(tmp_path: Path) -> None:
     write(
         tmp_path,
         {
             "main-0.lua": '-- top\n--- @include "includes/a"\nlocal x = 1\n'
-            '--- @include "includes/b.lua"\nreturn a() + b() + x\n',
+            '--- @include "includes/b.lua"\n--- @include "includes/c"\nreturn a() + b() + x\n',
             "includes/a.lua": '--- @include "c"\nlocal function a() return c() end\n',
-            "includes/b.lua": '--- @include "c"\nlocal function b() return c() end\n',
+            "includes/b.lua": "local y = 2\n--- @include \"d\"\n  --- @include './c.lua'\n"
+            "local function b() return c() + d() end\n",
             "includes/c.lua": "local function c() return 1 end\n",
+            "includes/d.lua": "local function d() return y end\n",
         },
     )
     tree = SourceTree(tmp_path)
@@ -36,28 +42,42 @@ def test_nested_includes_are_emitted_once_in_dependency_order(tmp_path: Path) ->
     resolved, problems = resolve(tree, entry)
     assert problems == []
     assert resolved is not None
+    # c is pasted inside a, where the first directive that reaches it stands; b's and the
+    # script's own directives for it are dropped. d is pasted where b's directive stood, after
+    # b's `local y`, which it reads.
     assert resolved.text == (
         "-- top\n"
         "local function c() return 1 end\n"
         "local function a() return c() end\n"
-        "local function b() return c() end\n"
         "local x = 1\n"
+        "local y = 2\n"
+        "local function d() return y end\n"
+        "local function b() return c() + d() end\n"
         "return a() + b() + x\n"
     )
     assert [f.path for f in resolved.files] == [
         "main-0.lua",
-        "includes/c.lua",
         "includes/a.lua",
+        "includes/c.lua",
         "includes/b.lua",
+        "includes/d.lua",
     ]
-    assert [resolved.origin(row) for row in range(6)] == [
+    assert [resolved.origin(row) for row in range(8)] == [
         ("main-0.lua", 1),
         ("includes/c.lua", 1),
         ("includes/a.lua", 2),
-        ("includes/b.lua", 2),
         ("main-0.lua", 3),
-        ("main-0.lua", 5),
+        ("includes/b.lua", 1),
+        ("includes/d.lua", 1),
+        ("includes/b.lua", 4),
+        ("main-0.lua", 6),
     ]
+    assert resolved.include_sites == {
+        "includes/a.lua": IncludeSite("main-0.lua", 2, 14),
+        "includes/c.lua": IncludeSite("includes/a.lua", 1, 14),
+        "includes/b.lua": IncludeSite("main-0.lua", 4, 14),
+        "includes/d.lua": IncludeSite("includes/b.lua", 2, 14),
+    }
 
 
 def test_a_script_without_includes_is_its_own_text(tmp_path: Path) -> None:
@@ -91,7 +111,7 @@ def test_include_inside_root_through_dotdot_is_allowed(tmp_path: Path) -> None:
     resolved, problems = resolve(tree, tree.find_scripts()[0])
     assert problems == []
     assert resolved is not None
-    assert [f.path for f in resolved.files][1:] == ["includes/two.lua", "includes/deep/one.lua"]
+    assert [f.path for f in resolved.files][1:] == ["includes/deep/one.lua", "includes/two.lua"]
 
 
 def test_an_unreadable_include_is_reported_where_it_is_included(tmp_path: Path) -> None:
@@ -318,3 +338,41 @@ def test_a_chain_of_links_longer_than_the_system_follows_is_a_finding(tmp_path: 
             " links, or too long a chain of them [read-error]",
         ],
     )
+
+
+def test_an_include_reads_a_local_its_includer_declares_before_the_directive(
+    tmp_path: Path, r: redis.Redis
+) -> None:
+    # BullMQ's includes/removeJobWithChildren.lua does this with `local rcall = redis.call`.
+    write(
+        tmp_path / "lua_src",
+        {
+            "add-1.lua": '--- @include "includes/outer"\nreturn outer(KEYS[1])\n',
+            "includes/outer.lua": "local rcall = redis.call\n"
+            '--- @include "inner"\n'
+            "local function outer(key)\n  return inner(key, 41)\nend\n",
+            "includes/inner.lua": "local function inner(key, n)\n"
+            '  return rcall("INCRBY", key, n)\nend\n',
+        },
+    )
+    assert check(tmp_path) == (
+        0,
+        [
+            "lua_src/add-1.lua:1:1: warning: script has no header (see docs/authoring.md),"
+            " so its keys are named by position [header-missing]"
+        ],
+    )
+    out = tmp_path / "build"
+    result = CliRunner().invoke(
+        cli, ["build", "--src", str(tmp_path / "lua_src"), "--out", str(out), "--no-cache"]
+    )
+    assert result.exit_code == 0, result.output
+    script = (out / "scripts" / "add-1.lua").read_text(encoding="utf-8")
+    assert script.splitlines()[:3] == [
+        "local rcall = redis.call",
+        "local function inner(key, n)",
+        '  return rcall("INCRBY", key, n)',
+    ]
+    r.set("n", 1)
+    assert r.eval(script, 1, "n") == 42
+    assert r.get("n") == b"42"

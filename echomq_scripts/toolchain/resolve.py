@@ -1,8 +1,10 @@
 """Include resolution: a script and its `--- @include` files become one script, plus a line map.
 
-Every included file is emitted once, before the first file that includes it (post-order), at
-the place of the script's first directive, with the directive lines themselves dropped. Lines
-are copied unchanged, so a column in the resolved script is the column in its source file.
+Each included file is pasted in place, as BullMQ's loader does: once per script, where the first
+directive that reaches it stands (depth-first, in text order), its own directives replaced in
+turn by their files. A later directive for a file already pasted is dropped, as is every
+directive line. Lines are copied unchanged, so a column in the resolved script is the column in
+its source file, and every resolved line maps to one line of one file.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class ResolvedScript:
 
     entry: ScriptEntry
     text: str
-    files: tuple[SourceFile, ...]  # the script itself first, then its includes as emitted
+    files: tuple[SourceFile, ...]  # the script itself first, then its includes in order of use
     origins: tuple[tuple[int, int], ...]  # per resolved line: (index into files, source line)
     include_sites: dict[str, IncludeSite]
 
@@ -59,62 +61,79 @@ class _Directive:
     col: int
 
 
+@dataclass
+class _Frame:
+    """A file being pasted: what of it is still to come."""
+
+    rel: str
+    index: int  # into _Resolver.files
+    line_count: int
+    directives: Iterator[_Directive]
+    next_line: int = 0  # 0-based, the first line not yet laid out
+
+
 class _Resolver:
     def __init__(self, tree: SourceTree) -> None:
         self.tree = tree
         self.diagnostics: list[Diagnostic] = []
-        self.order: list[str] = []  # includes in emission order
+        self.files: list[SourceFile] = []  # the script, then its includes as pasted
+        self.unreadable = False  # an include could not be read (the tree reported it)
+        self.layout: list[tuple[int, int]] = []  # per resolved line: (index into files, line)
         self.sites: dict[str, IncludeSite] = {}
-        self.directives: dict[str, list[_Directive]] = {}
 
     def error(self, path: str, line: int, col: int, code: str, message: str) -> None:
         self.diagnostics.append(Diagnostic(path, line, col, Severity.ERROR, code, message))
 
-    def visit(self, root: str) -> None:
-        """Walk the includes of `root` depth-first, recording each file's first include site and
-        the order in which files are emitted (each after everything it includes).
+    def lay_out(self, root: str) -> None:
+        """Lay out `root` with its includes pasted in place, recording each file's first
+        include site: walk the directives depth-first in text order; the lines of a file up to
+        a directive are laid out before the file that directive names, and the rest after it.
 
         The walk keeps its own stack rather than recursing: an include chain is as deep as the
         tree makes it, and Python's recursion limit must not decide which trees build.
         """
-        chain: list[str] = []  # the files being visited, outermost first
-        on_chain: set[str] = set()  # the same, for a constant-time cycle test
-        stack: list[tuple[str, Iterator[_Directive]]] = []
+        on_chain: set[str] = set()  # the files of `stack`, for a constant-time cycle test
+        stack: list[_Frame] = []
 
-        def enter(rel: str) -> bool:
+        def enter(rel: str) -> None:
             source = self.tree.read(rel)
             if source is None:
-                return False
-            directives = self.read_directives(source)
-            self.directives[rel] = directives
-            chain.append(rel)
+                self.unreadable = True
+                return
+            frame = _Frame(
+                rel, len(self.files), len(source.lines), iter(self.read_directives(source))
+            )
+            self.files.append(source)
             on_chain.add(rel)
-            stack.append((rel, iter(directives)))
-            return True
+            stack.append(frame)
+
+        def copy(frame: _Frame, end: int) -> None:
+            self.layout += [(frame.index, line + 1) for line in range(frame.next_line, end)]
 
         enter(root)
         while stack:
-            rel, pending = stack[-1]
-            directive = next(pending, None)
+            frame = stack[-1]
+            directive = next(frame.directives, None)
             if directive is None:
+                copy(frame, frame.line_count)
                 stack.pop()
-                chain.pop()
-                on_chain.discard(rel)
-                if stack:
-                    self.order.append(rel)
+                on_chain.discard(frame.rel)
                 continue
+            copy(frame, directive.line_index)
+            frame.next_line = directive.line_index + 1  # the directive line is dropped
             target = directive.target
             line = directive.line_index + 1
             if target in on_chain:
+                chain = [f.rel for f in stack]
                 cycle = " -> ".join([*chain[chain.index(target) :], target])
-                self.error(rel, line, directive.col, "include-cycle", f"include cycle: {cycle}")
+                self.error(
+                    frame.rel, line, directive.col, "include-cycle", f"include cycle: {cycle}"
+                )
                 continue
             if target in self.sites:
-                continue
-            self.sites[target] = IncludeSite(rel, line, directive.col)
-            if not enter(target):
-                # Unreadable (reported by the tree): listed all the same, which fails the script.
-                self.order.append(target)
+                continue  # pasted already, at its first directive
+            self.sites[target] = IncludeSite(frame.rel, line, directive.col)
+            enter(target)
 
     def read_directives(self, source: SourceFile) -> list[_Directive]:
         found: list[_Directive] = []
@@ -222,30 +241,10 @@ def _unreachable(path: Path, error: OSError) -> tuple[str, str] | None:
 def resolve(tree: SourceTree, entry: ScriptEntry) -> tuple[ResolvedScript | None, list[Diagnostic]]:
     """Inline every include of `entry`; None when an include cannot be resolved."""
     resolver = _Resolver(tree)
-    resolver.visit(entry.path)
-    script = tree.read(entry.path)
-    if script is None or resolver.diagnostics:
+    resolver.lay_out(entry.path)
+    if not resolver.files or resolver.unreadable or resolver.diagnostics:
         return None, resolver.diagnostics
-    files = [script] + [tree.read(rel) for rel in resolver.order]
-    if any(f is None for f in files):
-        return None, resolver.diagnostics
-    sources: tuple[SourceFile, ...] = tuple(f for f in files if f is not None)
-    index_of = {f.path: i for i, f in enumerate(sources)}
-
-    def body(source: SourceFile) -> list[tuple[int, int]]:
-        skip = {d.line_index for d in resolver.directives.get(source.path, [])}
-        return [(index_of[source.path], i + 1) for i in range(len(source.lines)) if i not in skip]
-
-    script_directives = resolver.directives.get(entry.path, [])
-    origins = body(script)
-    if script_directives:
-        # Included files go where the script's first directive stood.
-        first = script_directives[0].line_index
-        split = sum(1 for _, line in origins if line <= first)
-        included = [pair for source in sources[1:] for pair in body(source)]
-        origins = origins[:split] + included + origins[split:]
+    sources = tuple(resolver.files)
+    origins = tuple(resolver.layout)
     text = "".join(sources[i].lines[line - 1] + "\n" for i, line in origins)
-    return (
-        ResolvedScript(entry, text, sources, tuple(origins), resolver.sites),
-        resolver.diagnostics,
-    )
+    return ResolvedScript(entry, text, sources, origins, resolver.sites), resolver.diagnostics

@@ -8,6 +8,7 @@ benchmark (bench/run.py) use the same copy: pytest's cache directory, `.pytest_c
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import tarfile
@@ -17,15 +18,12 @@ VERSION = "6.7.0"
 SHA256 = "1b9e166ff4c77ecbb75c15f0e2afc3bdce7aaf3789f4701b45ed0483dcbadb04"
 CACHE_NAME = f"bullmq-{VERSION}"  # the directory's name under pytest's cache
 COMMANDS = "package/dist/cjs/commands"
-# What BullMQ's scripts do that our checks refuse (docs/checks.md#configuring-findings):
-# - key-slot: job keys are built from a prefix in ARGV, not from KEYS;
-# - keys-arity: the relay*-1 scripts take KEYS[1] only to route the call on a cluster;
-# - undefined-global: removeUnprocessedChildren-2 includes removeJobWithChildren, which declares
-#   `local rcall` and then includes files that use it. BullMQ's loader pastes each include in
-#   place of its directive; ours pastes every include before the first directive of the script
-#   (docs/authoring.md), so in our build those files' functions read a global `rcall`, which
-#   Redis refuses at run time. The finding is true of our build of that script.
-IGNORED = ("key-slot", "keys-arity", "undefined-global")
+# BullMQ's own build of each script (its loader's output, one `<name>-<N>.js` module per script).
+SCRIPTS = "package/dist/cjs/scripts"
+# What BullMQ's scripts do that our checks refuse (docs/checks.md#configuring-findings).
+# key-slot: job keys are built from a prefix in ARGV, not from KEYS. (The relay*-1 scripts take
+# KEYS[1] only to route the call on a cluster: keys-arity warnings, which pass.)
+IGNORED = ("key-slot",)
 
 
 class PackageUnavailable(Exception):
@@ -61,14 +59,14 @@ def tarball(directory: Path) -> Path:
 
 def unpack_commands(directory: Path, target: Path) -> Path:
     """`dist/cjs/commands` of the pinned package (cached in `directory`) unpacked under
-    `target`; its path."""
+    `target`, with `dist/cjs/scripts` beside it; the path of `commands`."""
     with tarfile.open(tarball(directory)) as archive:
         # Regular files and directories only, named inside the package: nothing a tarball could
         # use to write elsewhere (Python before 3.11.4 has no extraction filters to say so).
         members = [
             m
             for m in archive.getmembers()
-            if m.name.startswith(f"{COMMANDS}/")
+            if m.name.startswith((f"{COMMANDS}/", f"{SCRIPTS}/"))
             and ".." not in m.name.split("/")
             and (m.isfile() or m.isdir())
         ]
@@ -77,3 +75,19 @@ def unpack_commands(directory: Path, target: Path) -> Path:
         else:
             archive.extractall(target, members=members)
     return target / COMMANDS
+
+
+def loader_output(module: Path) -> str:
+    """The resolved text of one script as BullMQ's loader built it: the `content` template
+    literal of `dist/cjs/scripts/<name>-<N>.js`."""
+    text = module.read_text(encoding="utf-8")
+    start = text.index("const content = `") + len("const content = `")
+    end = text.index("`;\n", start)
+
+    def unescape(match: re.Match[str]) -> str:
+        # A template literal without substitutions escapes only these three characters.
+        if match[1] not in "\\`$":
+            raise ValueError(f"{module.name}: unexpected escape {match[0]!r}")
+        return match[1]
+
+    return re.sub(r"\\(.)", unescape, text[start:end], flags=re.DOTALL)

@@ -9,12 +9,12 @@
 --- @key waiting_children  `emq:{q}:waiting-children`   the waiting-children sorted set
 --- @arg job_id  id  the job's id
 --- @return string  the state's name ("wait", ..., "waiting-children"), or "unknown"
+-- Finds the state that holds a job: the first of the given keys that contains its id.
+-- Sorted sets are asked first: a ZSCORE is O(1), a list scan is O(N).
 -- True when the list at `key` holds `value` (LPOS answers nil, seen in Lua as false, if not).
 local function listContains(key, value)
   return redis.call("LPOS", key, value) ~= false
 end
--- Finds the state that holds a job: the first of the given keys that contains its id.
--- Sorted sets are asked first: a ZSCORE is O(1), a list scan is O(N).
 
 local function jobState(jobId, listStates, sortedSetStates)
   for _, state in ipairs(sortedSetStates) do
