@@ -1,10 +1,13 @@
 """Shared fixtures: a client of the session's private redis-server (started by the root
 conftest.py, which the documentation's examples share), flushed before each test; a cluster when
-a test asks for one. What a missing server means: tests/support/environment.py."""
+a test asks for one; the test's temporary directory as the working directory (`in_tmp`). What a
+missing server means: tests/support/environment.py."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -14,6 +17,16 @@ from tests.support.invariants import Client
 from tests.support.queue_harness import Queue
 from tests.support.redis_cluster import RedisCluster
 from tests.support.redis_server import RedisServer
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path) -> Iterator[Path]:
+    """The test's temporary directory, as the working directory for the test's length: the
+    CLI reads its settings and sources from there."""
+    previous = Path.cwd()
+    os.chdir(tmp_path)
+    yield tmp_path
+    os.chdir(previous)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,6 @@ from echomq_scripts import __version__
 from echomq_scripts.toolchain.cli import cli
 from tests.support.environment import REPO
 from tests.support.projects import copy_fixture
-
-
-@pytest.fixture
-def in_tmp(tmp_path: Path) -> Iterator[Path]:
-    previous = Path.cwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(previous)
-
 
 # What `check` and `build` print for the fixture project "locals": seven warnings and a summary.
 LOCALS = (REPO / "tests/fixtures/projects/locals/expected.txt").read_text(encoding="utf-8")

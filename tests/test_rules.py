@@ -6,7 +6,6 @@ fixture's golden output (test_findings.py)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,14 +19,6 @@ SLOTS_20 = (
     " hash to another slot than the script's KEYS; pass it in KEYS, or build it from a KEYS value"
     " or its prefix [key-slot]"
 )
-
-
-@pytest.fixture
-def in_tmp(tmp_path: Path) -> Iterator[Path]:
-    previous = Path.cwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(previous)
 
 
 def invoke(*args: str) -> Result:
