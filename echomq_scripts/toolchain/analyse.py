@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, TypeVar
 
 from .redis_lua import GLOBALS, LIBRARY_FIELDS, MISSING_GLOBALS
@@ -348,33 +349,33 @@ class _Walker:
     def visit(self, node: Any, scope: _Scope) -> None:
         """Walk `node` and everything under it, depth first, in source order.
 
-        The walk keeps its own stack of generators, one per node being walked, instead of
+        The walk keeps its own stack of iterators, one per inner node being walked, instead of
         recursing: tree-sitter nests left-associative chains (`1 + 1 + ...`, `a and b and ...`,
         `f()()...`, `o:m():m()...`, `t.a.b...`, `t[1][1]...`) one node per link, and Lua 5.1
         compiles them in a loop, so a script Redis accepts may be thousands of nodes deep.
         Each handler yields the children it wants walked, with their scope, and goes on when
         they are done.
         """
-        stack = [self.steps(node, scope)]
+        # Leaves (identifiers, literals) are handled where they are met, without a stack entry
+        # of their own: most nodes are leaves, and this loop is most of a cold build.
+        stack: list[_Steps] = [iter(((node, scope),))]
+        handlers, skip, identifier = _HANDLERS, _SKIP, self.v_identifier
         while stack:
-            step = next(stack[-1], None)
-            if step is None:
-                stack.pop()
+            for child, child_scope in stack[-1]:
+                kind = child.type
+                if kind in skip:
+                    continue
+                if kind == "identifier":
+                    identifier(child, child_scope)
+                    continue
+                handler = handlers.get(kind)
+                if handler is None:
+                    stack.append(zip(child.named_children, repeat(child_scope)))
+                else:
+                    stack.append(handler(self, child, child_scope))
+                break  # the child's walk first; this iterator goes on after it
             else:
-                stack.append(self.steps(*step))
-
-    def steps(self, node: Any, scope: _Scope) -> _Steps:
-        """The walk of one node: its handler, or its named children in order."""
-        kind = node.type
-        if kind in _SKIP:
-            return iter(())
-        if kind == "identifier":
-            self.v_identifier(node, scope)
-            return iter(())
-        handler = _HANDLERS.get(kind)
-        if handler is not None:
-            return handler(self, node, scope)
-        return ((child, scope) for child in node.named_children)
+                stack.pop()
 
     def declare(self, node: Any, scope: _Scope, kind: str) -> _Binding:
         name = node.text.decode("utf-8")
