@@ -404,10 +404,18 @@ class _Walker:
 
     def v_identifier(self, node: Any, scope: _Scope) -> None:
         name = node.text.decode("utf-8")
-        binding = scope.lookup(name)
-        self.resolved[node.id] = binding
+        # scope.lookup(name), inline: this is the walk's most frequent call.
+        binding = None
+        outer: _Scope | None = scope
+        while outer is not None:
+            binding = outer.names.get(name)
+            if binding is not None:
+                break
+            outer = outer.parent
+        node_id = node.id
+        self.resolved[node_id] = binding
         if self.dead:
-            self.dead_reads.add(node.id)
+            self.dead_reads.add(node_id)
         if binding is not None:
             binding.reads.append(node)
             return
@@ -880,24 +888,28 @@ class _Walker:
                 return known
             direct: set[str] = set()
             bound: set[int] = set()
+            resolved = self.resolved
             stack = [node]
             while stack:
                 current = stack.pop()
-                if current.type == "identifier" and current.id in self.resolved:
-                    binding = self.resolved[current.id]
-                    if binding is None:
-                        name = current.text.decode("utf-8")
-                        direct.add({"KEYS": "keys", "ARGV": "argv"}.get(name, "unknown"))
-                    else:
-                        bound.add(id(binding))
-                elif current.type in ("string", "number"):
+                kind = current.type
+                # Identifiers and literals have no parts that could read anything.
+                if kind == "identifier":
+                    node_id = current.id
+                    if node_id in resolved:
+                        binding = resolved[node_id]
+                        if binding is None:
+                            direct.add(_GLOBAL_ORIGINS.get(current.text, "unknown"))
+                        else:
+                            bound.add(id(binding))
+                elif kind == "string" or kind == "number":
                     direct.add("literal")
-                elif current.type == "function_call" and self.is_string_format(current):
+                elif kind == "function_call" and self.is_string_format(current):
                     # string.format('emq:{%s}', x) builds its key as 'emq:{' .. x .. '}' does:
                     # from its format's literal parts and its arguments, not from `string`.
                     stack.extend(_call_arguments(current))
-                    continue
-                stack.extend(current.named_children)
+                else:
+                    stack.extend(current.named_children)
             walked[node.id] = (direct, bound)
             return direct, bound
 
@@ -996,6 +1008,9 @@ _FOLDED: dict[str, Callable[[int, int], int]] = {
     "*": lambda a, b: a * b,
 }
 _MAX_FOLDED = 1024
+
+# Where a key argument that reads a global comes from, by the global's name.
+_GLOBAL_ORIGINS = {b"KEYS": "keys", b"ARGV": "argv"}
 
 # Functions of Redis's Lua that store a table they are given in another table.
 _STORING = frozenset({b"table.insert", b"rawset"})
