@@ -60,7 +60,7 @@ def bundle(files: dict[str, bytes], prefix: str) -> bytes:
             tar.addfile(info, io.BytesIO(files[name]))
     packed = io.BytesIO()
     # gzip's own header carries a time and a file name: pin the first, leave out the second.
-    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=9) as gz:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=6) as gz:
         gz.write(raw.getvalue())
     return packed.getvalue()
 
