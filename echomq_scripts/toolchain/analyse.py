@@ -236,6 +236,13 @@ def analyse(text: str) -> Facts:
     return _Walker(text).run()
 
 
+def load_parsers() -> None:
+    """Load Lua 5.1 and tree-sitter now, before the analysis forks (workers.py): the workers
+    then share them rather than each loading its own."""
+    check_syntax("")
+    _parse(b"")
+
+
 _parser: Any = None
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analyse import Facts, analyse
+from .analyse import Facts, analyse, load_parsers
 from .cache import AnalysisCache
 from .checks import CheckOptions, check_script
 from .config import Config
@@ -116,6 +116,8 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
 def _analyse_all(texts: list[str]) -> dict[str, Facts]:
     """The facts of each of `texts`, analysed on several cores when there are enough of them."""
     unique = list(dict.fromkeys(texts))
+    if unique:  # a build served from the cache loads neither
+        load_parsers()
     weights = [len(text) for text in unique]
     facts = map_forked(analyse, unique, weights, usable_cpus())
     return dict(zip(unique, facts, strict=True))
