@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, TypeVar
 
 from .redis_lua import GLOBALS, LIBRARY_FIELDS, MISSING_GLOBALS
@@ -235,6 +236,13 @@ def analyse(text: str) -> Facts:
     return _Walker(text).run()
 
 
+def load_parsers() -> None:
+    """Load Lua 5.1 and tree-sitter now, before the analysis forks (workers.py): the workers
+    then share them rather than each loading its own."""
+    check_syntax("")
+    _parse(b"")
+
+
 _parser: Any = None
 
 
@@ -348,33 +356,33 @@ class _Walker:
     def visit(self, node: Any, scope: _Scope) -> None:
         """Walk `node` and everything under it, depth first, in source order.
 
-        The walk keeps its own stack of generators, one per node being walked, instead of
+        The walk keeps its own stack of iterators, one per inner node being walked, instead of
         recursing: tree-sitter nests left-associative chains (`1 + 1 + ...`, `a and b and ...`,
         `f()()...`, `o:m():m()...`, `t.a.b...`, `t[1][1]...`) one node per link, and Lua 5.1
         compiles them in a loop, so a script Redis accepts may be thousands of nodes deep.
         Each handler yields the children it wants walked, with their scope, and goes on when
         they are done.
         """
-        stack = [self.steps(node, scope)]
+        # Leaves (identifiers, literals) are handled where they are met, without a stack entry
+        # of their own: most nodes are leaves, and this loop is most of a cold build.
+        stack: list[_Steps] = [iter(((node, scope),))]
+        handlers, skip, identifier = _HANDLERS, _SKIP, self.v_identifier
         while stack:
-            step = next(stack[-1], None)
-            if step is None:
-                stack.pop()
+            for child, child_scope in stack[-1]:
+                kind = child.type
+                if kind in skip:
+                    continue
+                if kind == "identifier":
+                    identifier(child, child_scope)
+                    continue
+                handler = handlers.get(kind)
+                if handler is None:
+                    stack.append(zip(child.named_children, repeat(child_scope)))
+                else:
+                    stack.append(handler(self, child, child_scope))
+                break  # the child's walk first; this iterator goes on after it
             else:
-                stack.append(self.steps(*step))
-
-    def steps(self, node: Any, scope: _Scope) -> _Steps:
-        """The walk of one node: its handler, or its named children in order."""
-        kind = node.type
-        if kind in _SKIP:
-            return iter(())
-        if kind == "identifier":
-            self.v_identifier(node, scope)
-            return iter(())
-        handler = _HANDLERS.get(kind)
-        if handler is not None:
-            return handler(self, node, scope)
-        return ((child, scope) for child in node.named_children)
+                stack.pop()
 
     def declare(self, node: Any, scope: _Scope, kind: str) -> _Binding:
         name = node.text.decode("utf-8")
@@ -403,10 +411,18 @@ class _Walker:
 
     def v_identifier(self, node: Any, scope: _Scope) -> None:
         name = node.text.decode("utf-8")
-        binding = scope.lookup(name)
-        self.resolved[node.id] = binding
+        # scope.lookup(name), inline: this is the walk's most frequent call.
+        binding = None
+        outer: _Scope | None = scope
+        while outer is not None:
+            binding = outer.names.get(name)
+            if binding is not None:
+                break
+            outer = outer.parent
+        node_id = node.id
+        self.resolved[node_id] = binding
         if self.dead:
-            self.dead_reads.add(node.id)
+            self.dead_reads.add(node_id)
         if binding is not None:
             binding.reads.append(node)
             return
@@ -879,24 +895,28 @@ class _Walker:
                 return known
             direct: set[str] = set()
             bound: set[int] = set()
+            resolved = self.resolved
             stack = [node]
             while stack:
                 current = stack.pop()
-                if current.type == "identifier" and current.id in self.resolved:
-                    binding = self.resolved[current.id]
-                    if binding is None:
-                        name = current.text.decode("utf-8")
-                        direct.add({"KEYS": "keys", "ARGV": "argv"}.get(name, "unknown"))
-                    else:
-                        bound.add(id(binding))
-                elif current.type in ("string", "number"):
+                kind = current.type
+                # Identifiers and literals have no parts that could read anything.
+                if kind == "identifier":
+                    node_id = current.id
+                    if node_id in resolved:
+                        binding = resolved[node_id]
+                        if binding is None:
+                            direct.add(_GLOBAL_ORIGINS.get(current.text, "unknown"))
+                        else:
+                            bound.add(id(binding))
+                elif kind == "string" or kind == "number":
                     direct.add("literal")
-                elif current.type == "function_call" and self.is_string_format(current):
+                elif kind == "function_call" and self.is_string_format(current):
                     # string.format('emq:{%s}', x) builds its key as 'emq:{' .. x .. '}' does:
                     # from its format's literal parts and its arguments, not from `string`.
                     stack.extend(_call_arguments(current))
-                    continue
-                stack.extend(current.named_children)
+                else:
+                    stack.extend(current.named_children)
             walked[node.id] = (direct, bound)
             return direct, bound
 
@@ -995,6 +1015,9 @@ _FOLDED: dict[str, Callable[[int, int], int]] = {
     "*": lambda a, b: a * b,
 }
 _MAX_FOLDED = 1024
+
+# Where a key argument that reads a global comes from, by the global's name.
+_GLOBAL_ORIGINS = {b"KEYS": "keys", b"ARGV": "argv"}
 
 # Functions of Redis's Lua that store a table they are given in another table.
 _STORING = frozenset({b"table.insert", b"rawset"})

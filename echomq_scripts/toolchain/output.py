@@ -60,7 +60,7 @@ def bundle(files: dict[str, bytes], prefix: str) -> bytes:
             tar.addfile(info, io.BytesIO(files[name]))
     packed = io.BytesIO()
     # gzip's own header carries a time and a file name: pin the first, leave out the second.
-    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=9) as gz:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=6) as gz:
         gz.write(raw.getvalue())
     return packed.getvalue()
 
@@ -248,16 +248,27 @@ class _Swap:
 
 def _write_tree(root: Path, files: dict[str, bytes]) -> None:
     """Write `files` under the existing directory `root`, with the output's modes."""
-    os.chmod(root, DIRECTORY_MODE)
-    made = {root}
+    # os.path, not pathlib: a build writes a file a script and a line map each, and pathlib's
+    # objects cost about as much as the writes.
+    top = os.fspath(root)
+    os.chmod(top, DIRECTORY_MODE)
+    made = {""}  # the directories made, relative to root
     for name, data in files.items():
-        target = root / name
-        for directory in reversed(target.parents):
-            if directory.is_relative_to(root) and directory not in made:
-                directory.mkdir(exist_ok=True)
-                os.chmod(directory, DIRECTORY_MODE)
+        parts = name.split("/")[:-1]
+        for end in range(1, len(parts) + 1):
+            directory = "/".join(parts[:end])
+            if directory not in made:
+                path = os.path.join(top, directory)
+                try:
+                    os.mkdir(path)
+                except FileExistsError:
+                    if not os.path.isdir(path):
+                        raise
+                os.chmod(path, DIRECTORY_MODE)
                 made.add(directory)
-        target.write_bytes(data)
+        target = os.path.join(top, name)
+        with open(target, "wb") as stream:
+            stream.write(data)
         os.chmod(target, FILE_MODE)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analyse import analyse
+from .analyse import Facts, analyse, load_parsers
 from .cache import AnalysisCache
 from .checks import CheckOptions, check_script
 from .config import Config
@@ -32,6 +32,7 @@ from .rules import apply_rules
 from .snapshot import Snapshot
 from .sources import SourceFile, SourceTree
 from .syntax import check_syntax
+from .workers import map_forked, usable_cpus
 
 if TYPE_CHECKING:
     from .release import ReleaseDiff
@@ -62,17 +63,26 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
     # The lines of every file read, where the ignore comments are (rules.py).
     lines: dict[str, tuple[str, ...]] = {}
     verdicts: dict[str, Diagnostic | None] = {}  # include path -> its own syntax finding
+    # First every script is resolved and looked up in the cache, then the misses are analysed
+    # together (on several cores when there are many, workers.py), then each is checked.
+    found_scripts = []
     for entry in tree.find_scripts():
         resolved, problems = resolve(tree, entry)
         found += problems
-        if resolved is None:
-            continue
+        if resolved is not None:
+            found_scripts.append((resolved, cache.get(resolved.text)))
+    # Each text missing from the cache is analysed once, all together; its scripts take it below.
+    fresh = _analyse_all([r.text for r, facts in found_scripts if facts is None])
+    for resolved, facts in found_scripts:
         lines.update((source.path, source.lines) for source in resolved.files)
-        header, header_problems = parse_header(entry.path, resolved.files[0].lines)
+        header, header_problems = parse_header(resolved.entry.path, resolved.files[0].lines)
         found += header_problems
-        facts = cache.get(resolved.text)
+        if facts is None and resolved.text not in fresh:
+            # A text met again: as a run of one script after the other does, read back the
+            # cache entry its first script just wrote.
+            facts = cache.get(resolved.text)
         if facts is None:
-            facts = analyse(resolved.text)
+            facts = fresh.pop(resolved.text, None) or analyse(resolved.text)
             cache.put(resolved.text, facts)
             result.analysed += 1
         else:
@@ -101,6 +111,16 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
         replace(d, path=(config.src / d.path).as_posix()) for d in sorted(set(found))
     ]
     return result
+
+
+def _analyse_all(texts: list[str]) -> dict[str, Facts]:
+    """The facts of each of `texts`, analysed on several cores when there are enough of them."""
+    unique = list(dict.fromkeys(texts))
+    if unique:  # a build served from the cache loads neither
+        load_parsers()
+    weights = [len(text) for text in unique]
+    facts = map_forked(analyse, unique, weights, usable_cpus())
+    return dict(zip(unique, facts, strict=True))
 
 
 def _name_clashes(scripts: list[ScriptBuild]) -> list[Diagnostic]:

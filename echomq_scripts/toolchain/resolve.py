@@ -246,5 +246,7 @@ def resolve(tree: SourceTree, entry: ScriptEntry) -> tuple[ResolvedScript | None
         return None, resolver.diagnostics
     sources = tuple(resolver.files)
     origins = tuple(resolver.layout)
-    text = "".join(sources[i].lines[line - 1] + "\n" for i, line in origins)
+    # Every line ends with '\n': joined once rather than one concatenation per line.
+    lines = [source.lines for source in sources]
+    text = "\n".join([lines[i][line - 1] for i, line in origins]) + ("\n" if origins else "")
     return ResolvedScript(entry, text, sources, origins, resolver.sites), resolver.diagnostics
