@@ -7,7 +7,6 @@ the findings of every run afresh: changing them never needs the cache cleared.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -58,6 +57,8 @@ class Rules:
 def code_problem(code: str) -> str | None:
     """Why `code` may not be named in an ignore or warn list, or None when it may."""
     if code not in CODES:
+        import difflib  # only for a mistake: every build imports this module
+
         close = difflib.get_close_matches(code.lower(), CODES, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else " (docs/checks.md lists them)"
         return f"unknown finding code '{escape_controls(code)}'{hint}"
