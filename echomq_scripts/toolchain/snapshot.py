@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+
+# Not typing.TYPE_CHECKING, and collections.abc only for mypy: on the replay's path, importing
+# collections.abc (and collections with it) would cost a few milliseconds (see cache.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 # Path (relative, '/'-separated) -> bytes, or None when the file could not be read.
 Snapshot = dict[str, bytes | None]
@@ -107,11 +112,29 @@ def take_snapshot(root: StrPath) -> Snapshot:
     """Every name under `root`, in sorted order: a regular file whose real location is inside
     `root` with its bytes, anything else (a link out of the tree or to nothing, a named pipe, a
     file that cannot be read) with None, which the stage that wants the file reports."""
+    files: Snapshot = {}
+    for rel, path in tree_entries(root):
+        # A name that cannot be read is kept all the same: a script missing from the build
+        # must be reported, not silently left out (and its coming or going must change the
+        # build's digest).
+        data = None
+        if path is not None:
+            try:
+                data = read_regular(path, rel)
+            except OSError:
+                data = None
+        files[rel] = data
+    return files
+
+
+def tree_entries(root: StrPath) -> Iterator[tuple[str, str | None]]:
+    """What `take_snapshot` keeps, without reading it: each name under `root` in its order, with
+    the path to read for it, or None where the snapshot keeps no bytes (a link out of the tree,
+    a link the system will not follow). The replay's file index walks the tree with this."""
     root = os.fspath(root)
     prefix = os.path.join(root, "")
     real_root = os.path.realpath(root)
     inside = real_root.rstrip(os.sep) + os.sep
-    files: Snapshot = {}
     seen: set[str] = set()
     # The real path of a directory still to be walked, where its parent's gives it: asking
     # realpath would look up every level again, which costs a tree nested a thousand deep
@@ -131,10 +154,7 @@ def take_snapshot(root: StrPath) -> Snapshot:
         for name in sorted(names):
             path = os.path.join(directory, name)
             rel = _relative(path, prefix)
-            # A name that cannot be read is kept all the same: a script missing from the build
-            # must be reported, not silently left out (and its coming or going must change the
-            # build's digest).
-            data = None
+            readable: str | None = None
             try:
                 link = os.path.islink(path)
                 if link:
@@ -143,11 +163,10 @@ def take_snapshot(root: StrPath) -> Snapshot:
                     os.stat(path)
                 real_path = os.path.realpath(path) if link else os.path.join(real, name)
                 if real_path.startswith(inside):
-                    data = read_regular(path, rel)
+                    readable = path
             except OSError:
-                data = None
-            files[rel] = data
-    return files
+                readable = None
+            yield rel, readable
 
 
 def read_tree(directory: StrPath) -> dict[str, bytes]:
@@ -155,9 +174,20 @@ def read_tree(directory: StrPath) -> dict[str, bytes]:
     empty), by '/'-separated relative path, bytecode caches left out. Read errors propagate
     as OSError; an entry that is not a regular file (a named pipe, a socket) as its subclass
     `NotRegularFile`, without being opened."""
+    found: dict[str, bytes] = {}
+    for rel, path in output_entries(directory):
+        if os.path.islink(path):
+            found[rel] = b""
+        else:
+            # A named pipe here (never one of ours) would hang the read: NotRegularFile.
+            found[rel] = read_regular(path, rel)
+    return found
+
+
+def output_entries(directory: StrPath) -> Iterator[tuple[str, str]]:
+    """The names `read_tree` reads, in its order, each with its path, without reading them."""
     directory = os.fspath(directory)
     prefix = os.path.join(directory, "")
-    found: dict[str, bytes] = {}
     for parent, subdirs, names in walk(directory):
         # Python writes bytecode into a generated package as soon as it is imported: that is
         # the interpreter's, not the build's, and neither a difference nor ours to delete.
@@ -167,10 +197,4 @@ def read_tree(directory: StrPath) -> dict[str, bytes]:
         entries = sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(parent, d))]
         for name in entries:
             path = os.path.join(parent, name)
-            rel = _relative(path, prefix)
-            if os.path.islink(path):
-                found[rel] = b""
-            else:
-                # A named pipe here (never one of ours) would hang the read: NotRegularFile.
-                found[rel] = read_regular(path, rel)
-    return found
+            yield _relative(path, prefix), path
