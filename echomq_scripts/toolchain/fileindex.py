@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 # more than a tick of any clock that stamps files (Linux's coarse clock: a few ms; FAT: 2 s).
 RACY_NS = 2_000_000_000
 
+# The index's own format: (format, {key: ((size, mtime, ctime, inode, device, mode), sha256)}).
+_INDEX_FORMAT = 1
+
 
 def _light_sha256() -> Callable[..., Any]:
     """The SHA-256 constructor that is cheapest to import: the builtin module (a fraction of a
@@ -150,7 +153,7 @@ class FileIndex:
         """The entries in marshal's format (what `load_entries` reads back); with `prune`, only
         those used this run (a run that stopped early has not used every file's)."""
         kept = {k: v for k, v in self.entries.items() if k in self.used or not prune}
-        return marshal.dumps(kept)
+        return marshal.dumps((_INDEX_FORMAT, kept))
 
     def stale(self, prune: bool = True) -> bool:
         """Whether the stored index differs from what `dumps(prune)` would write now."""
@@ -158,20 +161,14 @@ class FileIndex:
 
 
 def load_entries(payload: bytes) -> dict[str, Any]:
-    """The entries of an index that `FileIndex.dumps` wrote, checked entry by entry; {} when
-    the payload is not such an index."""
-    entries = marshal.loads(payload)
-    if not isinstance(entries, dict):
-        return {}
-    for key, entry in entries.items():
-        if not (
-            isinstance(key, str)
-            and isinstance(entry, tuple)
-            and len(entry) == 2
-            and isinstance(entry[1], str)
-            and isinstance(entry[0], tuple)
-            and len(entry[0]) == 6
-            and all(type(n) is int for n in entry[0])
-        ):
-            return {}
-    return entries
+    """The entries of an index that `FileIndex.dumps` wrote; {} when the payload is another
+    format's. The payload is sealed by its checksum (cache.py), so only this module wrote it:
+    its entries are not checked one by one (a check that would cost the replay more than all
+    its stats), and a malformed one could only raise, which the console script takes for a
+    miss."""
+    loaded = marshal.loads(payload)
+    if isinstance(loaded, tuple) and len(loaded) == 2 and loaded[0] == _INDEX_FORMAT:
+        entries = loaded[1]
+        if isinstance(entries, dict):
+            return entries
+    return {}

@@ -80,26 +80,42 @@ def walk(top: str, followlinks: bool = False) -> Iterator[tuple[str, list[str], 
     """os.walk, top-down, errors ignored, the caller's changes to the directory names heeded,
     but with a stack of its own: Python 3.11's os.walk recurses once per directory level, so a
     tree nested a thousand directories deep would stop the build with RecursionError."""
+    for directory, subdirs, names, _links in _walk(top, followlinks):
+        yield directory, subdirs, names
+
+
+def _walk(top: str, followlinks: bool) -> Iterator[tuple[str, list[str], list[str], set[str]]]:
+    """`walk`, each directory also with the set of its names that are symbolic links, as the
+    directory listing says (no system call per name where the file system tells the type)."""
     pending = [top]
     while pending:
         directory = pending.pop()
         subdirs: list[str] = []
         names: list[str] = []
+        links: set[str] = set()
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
                     try:
+                        if entry.is_symlink():
+                            links.add(entry.name)
                         is_dir = entry.is_dir()  # a link to a directory counts, as in os.walk
                     except OSError:
                         is_dir = False
                     (subdirs if is_dir else names).append(entry.name)
         except OSError:
             continue
-        yield directory, subdirs, names
+        yield directory, subdirs, names, links
+        base = _joinable(directory)
         for name in reversed(subdirs):
-            path = os.path.join(directory, name)
-            if followlinks or not os.path.islink(path):
-                pending.append(path)
+            if followlinks or name not in links:
+                pending.append(base + name)
+
+
+def _joinable(directory: str) -> str:
+    """`directory` ready to have a name appended: os.path.join(directory, ""), which the walks
+    use instead of one os.path.join a name (a third of a no-op rebuild's Python time)."""
+    return directory if directory.endswith(os.sep) else directory + os.sep
 
 
 def _relative(path: str, prefix: str) -> str:
@@ -140,28 +156,29 @@ def tree_entries(root: StrPath) -> Iterator[tuple[str, str | None]]:
     # realpath would look up every level again, which costs a tree nested a thousand deep
     # minutes.
     known: dict[str, str] = {}
-    for directory, subdirs, names in walk(root, followlinks=True):
+    for directory, subdirs, names, links in _walk(root, followlinks=True):
         real = known.pop(directory, None) or os.path.realpath(directory)
         if real in seen or not (real == real_root or real.startswith(inside)):
             subdirs.clear()
             continue
         seen.add(real)
         subdirs.sort()
+        base, real_base = _joinable(directory), _joinable(real)
         for name in subdirs:
-            path = os.path.join(directory, name)
-            if not os.path.islink(path):
-                known[path] = os.path.join(real, name)
+            if name not in links:
+                known[base + name] = real_base + name
         for name in sorted(names):
-            path = os.path.join(directory, name)
+            path = base + name
             rel = _relative(path, prefix)
             readable: str | None = None
             try:
-                link = os.path.islink(path)
-                if link:
+                if name in links:
                     # Links the system will not follow (a loop, or a chain of more than 40:
                     # ELOOP) never reach realpath, which recurses once per link.
                     os.stat(path)
-                real_path = os.path.realpath(path) if link else os.path.join(real, name)
+                    real_path = os.path.realpath(path)
+                else:
+                    real_path = real_base + name
                 if real_path.startswith(inside):
                     readable = path
             except OSError:
@@ -188,13 +205,14 @@ def output_entries(directory: StrPath) -> Iterator[tuple[str, str]]:
     """The names `read_tree` reads, in its order, each with its path, without reading them."""
     directory = os.fspath(directory)
     prefix = os.path.join(directory, "")
-    for parent, subdirs, names in walk(directory):
+    for parent, subdirs, names, links in _walk(directory, followlinks=False):
         # Python writes bytecode into a generated package as soon as it is imported: that is
         # the interpreter's, not the build's, and neither a difference nor ours to delete.
         subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
         names = [n for n in names if not n.endswith(".pyc")]
         # os.walk lists links to directories among the subdirectories; they are entries here.
-        entries = sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(parent, d))]
+        entries = sorted(names) + [d for d in subdirs if d in links]
+        base = _joinable(parent)
         for name in entries:
-            path = os.path.join(parent, name)
+            path = base + name
             yield _relative(path, prefix), path
