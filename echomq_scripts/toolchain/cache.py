@@ -27,7 +27,7 @@ import os
 import sys
 
 from .errors import ConfigError
-from .fileindex import FileIndex, load_entries, sha256
+from .fileindex import FileIndex, load_entries, seal_hash, sha256
 from .snapshot import Snapshot, read_regular, read_tree
 
 # Not typing.TYPE_CHECKING: importing typing would cost the no-op rebuild about 5 ms, and the
@@ -44,8 +44,9 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # The modules whose code decides what `Facts` holds.
 _ANALYSER_MODULES = ("analyse.py", "syntax.py", "lines.py", "redis_lua.py")
 # 2: sha256 of the payload, then the payload in marshal's format (1 was JSON); 3: findings in
-# every output format, and invocations that record --quiet and --color.
-_STAMP_FORMAT = 3
+# every output format, and invocations that record --quiet and --color; 4: sealed by BLAKE2b
+# (fileindex.seal_hash), the digest over each file's SHA-256.
+_STAMP_FORMAT = 4
 # What a stamp keeps of the findings: each --format's output, the text coloured too, and the
 # text format's summary line.
 FINDING_FORMATS = ("text", "color", "summary", "json", "github")
@@ -103,7 +104,7 @@ def _file_sha256(path: str, index: FileIndex | None) -> str:
 
 
 def _fingerprint(modules: tuple[str, ...] | None, index: FileIndex | None = None) -> bytes:
-    digest = sha256()
+    digest = seal_hash()
     # The build reads the runtime's grammar and code table too: its modules count as the tool's.
     everything = [
         f"{folder}/{name}" if folder != "." else name
@@ -214,7 +215,7 @@ def digest_of(
 ) -> str:
     """`build_digest` of a snapshot whose files have the SHA-256 `hashes` (None for a name kept
     without bytes), without their bytes: the replay reads only what `index` cannot vouch for."""
-    digest = sha256(tool_fingerprint(index=index))
+    digest = seal_hash(tool_fingerprint(index=index))
 
     def add(part: bytes) -> None:
         # Length-prefixed, so no two different sequences of parts digest alike.
@@ -267,11 +268,12 @@ def _stamp_path(cache_dir: StrPath, digest: str) -> str:
 
 def _read_sealed(path: str) -> object:
     """What `_write_sealed` wrote at `path`; ValueError when it is damaged."""
-    # The payload's own sha256 comes first: marshal is not made to read damaged data (a few
-    # wrong bytes can make it allocate gigabytes), so only an intact payload reaches it.
+    # The payload's own checksum (BLAKE2b) comes first: marshal is not made to read damaged
+    # data (a few wrong bytes can make it allocate gigabytes), so only an intact payload
+    # reaches it.
     data = _read(path)
     checksum, payload = data[:32], data[32:]
-    if len(checksum) != 32 or sha256(payload).digest() != checksum:
+    if len(checksum) != 32 or seal_hash(payload).digest() != checksum:
         raise ValueError("damaged")
     return marshal.loads(payload)
 
@@ -281,7 +283,7 @@ def _write_sealed(path: str, value: dict[str, Any]) -> None:
 
 
 def _write_sealed_bytes(path: str, payload: bytes) -> None:
-    _write_atomically(path, sha256(payload).digest() + payload)
+    _write_atomically(path, seal_hash(payload).digest() + payload)
 
 
 def replay_build(
@@ -363,7 +365,7 @@ _INVOCATION_FIELDS = (
 
 
 def _invocation_path(cwd: str, argv: list[str]) -> str:
-    key = sha256("\0".join([cwd, *argv]).encode("utf-8", "surrogateescape"))
+    key = seal_hash("\0".join([cwd, *argv]).encode("utf-8", "surrogateescape"))
     return os.path.join(default_cache_dir(), "invocations", f"{key.hexdigest()}.stamp")
 
 
@@ -406,7 +408,7 @@ def load_index(cwd: str, argv: list[str]) -> FileIndex:
         path = _invocation_path(cwd, argv)[: -len(".stamp")] + ".index"
         data = _read(path)
         checksum, payload = data[:32], data[32:]
-        if len(checksum) != 32 or sha256(payload).digest() != checksum:
+        if len(checksum) != 32 or seal_hash(payload).digest() != checksum:
             return FileIndex()
         return FileIndex(load_entries(payload))
     except (ConfigError, OSError, ValueError, EOFError, TypeError, MemoryError):
