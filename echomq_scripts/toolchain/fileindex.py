@@ -186,7 +186,7 @@ class FileIndex:
 def load_entries(payload: bytes) -> dict[str, Any]:
     """The entries of an index that `FileIndex.dumps` wrote; {} when the payload is another
     format's. The payload is sealed by its checksum (cache.py), so only this module wrote it:
-    its entries are not checked one by one (a check that would cost the replay more than all
+    its entries are not checked one by one (a check that would cost the replay as much as all
     its stats), and a malformed one could only raise, which the console script takes for a
     miss."""
     loaded = marshal.loads(payload)
