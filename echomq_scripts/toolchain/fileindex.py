@@ -105,9 +105,17 @@ class FileIndex:
         self.read = 0  # how many files were read this run (for the tests)
 
     def _known(self, key: str, st: os.stat_result) -> str | None:
+        # Once a file and a few hundred a run: the signature is built here, not in a call.
         self.used.add(key)
         entry = self.entries.get(key)
-        if entry is not None and entry[0] == _signature(st):
+        if entry is not None and entry[0] == (
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_ino,
+            st.st_dev,
+            st.st_mode,
+        ):
             return entry[1]  # type: ignore[no-any-return]
         return None
 

@@ -164,12 +164,13 @@ def tree_entries(root: StrPath) -> Iterator[tuple[str, str | None]]:
         seen.add(real)
         subdirs.sort()
         base, real_base = _joinable(directory), _joinable(real)
+        rel_base = _relative(base, prefix)
         for name in subdirs:
             if name not in links:
                 known[base + name] = real_base + name
         for name in sorted(names):
             path = base + name
-            rel = _relative(path, prefix)
+            rel = rel_base + name
             readable: str | None = None
             try:
                 if name in links:
@@ -213,6 +214,6 @@ def output_entries(directory: StrPath) -> Iterator[tuple[str, str]]:
         # os.walk lists links to directories among the subdirectories; they are entries here.
         entries = sorted(names) + [d for d in subdirs if d in links]
         base = _joinable(parent)
+        rel_base = _relative(base, prefix)
         for name in entries:
-            path = base + name
-            yield _relative(path, prefix), path
+            yield rel_base + name, base + name
