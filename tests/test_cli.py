@@ -612,9 +612,9 @@ def _stamp_damages() -> list[bytes]:
     import marshal
 
     def sealed(payload: bytes) -> bytes:  # a checksum that matches: only the payload is wrong
-        return hashlib.sha256(payload).digest() + payload
+        return hashlib.blake2b(payload, digest_size=32).digest() + payload
 
-    wrong_shape = {"format": 3, "outputs": {}, "findings": 1, "scripts": 3}
+    wrong_shape = {"format": 4, "outputs": {}, "findings": 1, "scripts": 3}
     return [
         b"",
         b"\x00garbage",

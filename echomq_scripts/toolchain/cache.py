@@ -22,12 +22,12 @@ of what it imported).
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sys
 
 from .errors import ConfigError
+from .fileindex import FileIndex, load_entries, seal_hash, sha256
 from .snapshot import Snapshot, read_regular, read_tree
 
 # Not typing.TYPE_CHECKING: importing typing would cost the no-op rebuild about 5 ms, and the
@@ -44,8 +44,9 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # The modules whose code decides what `Facts` holds.
 _ANALYSER_MODULES = ("analyse.py", "syntax.py", "lines.py", "redis_lua.py")
 # 2: sha256 of the payload, then the payload in marshal's format (1 was JSON); 3: findings in
-# every output format, and invocations that record --quiet and --color.
-_STAMP_FORMAT = 3
+# every output format, and invocations that record --quiet and --color; 4: sealed by BLAKE2b
+# (fileindex.seal_hash), the digest over each file's SHA-256.
+_STAMP_FORMAT = 4
 # What a stamp keeps of the findings: each --format's output, the text coloured too, and the
 # text format's summary line.
 FINDING_FORMATS = ("text", "color", "summary", "json", "github")
@@ -80,17 +81,30 @@ def _read(path: str) -> bytes:
 _fingerprints: dict[tuple[str, ...] | None, bytes] = {}
 
 
-def tool_fingerprint(modules: tuple[str, ...] | None = None) -> bytes:
+def tool_fingerprint(
+    modules: tuple[str, ...] | None = None, index: FileIndex | None = None
+) -> bytes:
     """A digest of the toolchain's code and templates and the runtime's code (or of `modules`
-    only), and of the installed parsers."""
+    only), and of the installed parsers; the files' hashes taken from `index` where it knows
+    them."""
     known = _fingerprints.get(modules)
     if known is None:
-        known = _fingerprints[modules] = _fingerprint(modules)
+        known = _fingerprints[modules] = _fingerprint(modules, index)
     return known
 
 
-def _fingerprint(modules: tuple[str, ...] | None) -> bytes:
-    digest = hashlib.sha256()
+def _file_sha256(path: str, index: FileIndex | None) -> str:
+    """The hex SHA-256 of the regular file at `path`; OSError when there is none."""
+    if index is None:
+        return sha256(_read(path)).hexdigest()  # type: ignore[no-any-return]
+    found = index.source_hash(path, path)
+    if found is None:
+        raise OSError(f"{path}: not a regular file that can be read")
+    return found
+
+
+def _fingerprint(modules: tuple[str, ...] | None, index: FileIndex | None = None) -> bytes:
+    digest = seal_hash()
     # The build reads the runtime's grammar and code table too: its modules count as the tool's.
     everything = [
         f"{folder}/{name}" if folder != "." else name
@@ -106,7 +120,8 @@ def _fingerprint(modules: tuple[str, ...] | None) -> bytes:
     ]
     names = modules or tuple(sorted(everything))
     for name in names:
-        digest.update(name.encode() + b"\0" + _read(os.path.join(_PACKAGE_DIR, name)))
+        file_hash = _file_sha256(os.path.join(_PACKAGE_DIR, name), index)
+        digest.update(f"{name}\0{file_hash}\0".encode())
     # An upgraded parser is a new file on disk: the location, size and time of its __init__.py
     # stand in for its version, found without importing it (which the caches exist to avoid).
     for package in ("tree_sitter", "tree_sitter_lua", "lupa"):
@@ -116,7 +131,8 @@ def _fingerprint(modules: tuple[str, ...] | None) -> bytes:
                 stat = os.stat(init)
                 digest.update(f"{init}:{stat.st_size}:{stat.st_mtime_ns}".encode())
                 break
-    return digest.digest()
+    result: bytes = digest.digest()
+    return result
 
 
 def _write_atomically(path: str, data: bytes) -> None:
@@ -144,10 +160,13 @@ class AnalysisCache:
     def _path(self, text: str) -> str | None:
         if self.directory is None:
             return None
+        import hashlib  # the build's path: OpenSSL's SHA-256 is the faster on long texts
+
         key = hashlib.sha256(self._fingerprint + text.encode("utf-8")).hexdigest()
         return os.path.join(self.directory, f"{key}.json")
 
     def get(self, text: str) -> Facts | None:
+        import hashlib
         import json
 
         from .analyse import Facts
@@ -170,6 +189,7 @@ class AnalysisCache:
             return None
 
     def put(self, text: str, facts: Facts) -> None:
+        import hashlib
         import json
 
         path = self._path(text)
@@ -180,7 +200,22 @@ class AnalysisCache:
 
 def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) -> str:
     """The digest of everything a build of the `snapshot` of `src` into `out` depends on."""
-    digest = hashlib.sha256(tool_fingerprint())
+    hashes = {
+        name: None if data is None else sha256(data).hexdigest() for name, data in snapshot.items()
+    }
+    return digest_of(hashes, src, out, settings)
+
+
+def digest_of(
+    hashes: dict[str, str | None],
+    src: StrPath,
+    out: StrPath,
+    settings: str,
+    index: FileIndex | None = None,
+) -> str:
+    """`build_digest` of a snapshot whose files have the SHA-256 `hashes` (None for a name kept
+    without bytes), without their bytes: the replay reads only what `index` cannot vouch for."""
+    digest = seal_hash(tool_fingerprint(index=index))
 
     def add(part: bytes) -> None:
         # Length-prefixed, so no two different sequences of parts digest alike.
@@ -194,13 +229,16 @@ def build_digest(snapshot: Snapshot, src: StrPath, out: StrPath, settings: str) 
     for candidate in settings_candidates(real_src):
         add(candidate.encode("utf-8", "surrogateescape"))
         try:
-            add(b"=" + _read(candidate))
+            found: str | None = _file_sha256(candidate, index)
         except OSError:
-            add(b"\xff")  # none, or unreadable: load_config reports the latter
-    for name, data in snapshot.items():
+            found = None
+        # None, or unreadable: load_config reports the latter.
+        add(b"\xff" if found is None else b"=" + found.encode())
+    # Each file by the SHA-256 of its bytes, so the replay can take a hash its index holds.
+    for name, file_hash in hashes.items():
         add(os.fsencode(name))  # the name's bytes, which need not be UTF-8 either
-        add(b"\xff" if data is None else b"=" + data)
-    return digest.hexdigest()
+        add(b"\xff" if file_hash is None else b"=" + file_hash.encode())
+    return digest.hexdigest()  # type: ignore[no-any-return]
 
 
 def settings_candidates(real_src: str) -> list[str]:
@@ -230,34 +268,46 @@ def _stamp_path(cache_dir: StrPath, digest: str) -> str:
 
 def _read_sealed(path: str) -> object:
     """What `_write_sealed` wrote at `path`; ValueError when it is damaged."""
-    # The payload's own sha256 comes first: marshal is not made to read damaged data (a few
-    # wrong bytes can make it allocate gigabytes), so only an intact payload reaches it.
+    # The payload's own checksum (BLAKE2b) comes first: marshal is not made to read damaged
+    # data (a few wrong bytes can make it allocate gigabytes), so only an intact payload
+    # reaches it.
     data = _read(path)
     checksum, payload = data[:32], data[32:]
-    if len(checksum) != 32 or hashlib.sha256(payload).digest() != checksum:
+    if len(checksum) != 32 or seal_hash(payload).digest() != checksum:
         raise ValueError("damaged")
     return marshal.loads(payload)
 
 
 def _write_sealed(path: str, value: dict[str, Any]) -> None:
-    payload = marshal.dumps(value)
-    _write_atomically(path, hashlib.sha256(payload).digest() + payload)
+    _write_sealed_bytes(path, marshal.dumps(value))
 
 
-def replay_build(cache_dir: StrPath, digest: str) -> dict[str, Any] | None:
+def _write_sealed_bytes(path: str, payload: bytes) -> None:
+    _write_atomically(path, seal_hash(payload).digest() + payload)
+
+
+def replay_build(
+    cache_dir: StrPath, digest: str, index: FileIndex | None = None
+) -> dict[str, Any] | None:
     """The stamp of an identical earlier build, if every directory it wrote still holds
-    exactly the files it wrote there (the build directory, and any generated package)."""
+    exactly the files it wrote there (the build directory, and any generated package); the
+    files' hashes taken from `index` where it knows them."""
     try:
         stamp = _read_sealed(_stamp_path(cache_dir, digest))
         if not isinstance(stamp, dict) or not _stamp_shape(stamp):
             return None
         directories: dict[str, dict[str, str]] = stamp["outputs"]
         for directory, expected in directories.items():
-            present = read_tree(directory) if os.path.isdir(directory) else {}
-            if present.keys() != expected.keys():
+            if index is not None:
+                present = index.output_hashes(directory) if os.path.isdir(directory) else {}
+                if present != expected:
+                    return None
+                continue
+            tree = read_tree(directory) if os.path.isdir(directory) else {}
+            if tree.keys() != expected.keys():
                 return None
-            for name, data in present.items():
-                if hashlib.sha256(data).hexdigest() != expected[name]:
+            for name, data in tree.items():
+                if sha256(data).hexdigest() != expected[name]:
                     return None
     except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError, MemoryError):
         return None
@@ -292,7 +342,7 @@ def stamp_build(
     """Record a successful build of the inputs `digest` names: the files it left in each
     directory, and what it reported."""
     recorded = {
-        os.path.realpath(directory): {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
+        os.path.realpath(directory): {n: sha256(d).hexdigest() for n, d in files.items()}
         for directory, files in outputs.items()
     }
     stamp = {"format": _STAMP_FORMAT, "outputs": recorded, **report}
@@ -315,7 +365,7 @@ _INVOCATION_FIELDS = (
 
 
 def _invocation_path(cwd: str, argv: list[str]) -> str:
-    key = hashlib.sha256("\0".join([cwd, *argv]).encode("utf-8", "surrogateescape"))
+    key = seal_hash("\0".join([cwd, *argv]).encode("utf-8", "surrogateescape"))
     return os.path.join(default_cache_dir(), "invocations", f"{key.hexdigest()}.stamp")
 
 
@@ -346,3 +396,37 @@ def recorded_invocation(cwd: str, argv: list[str]) -> dict[str, str] | None:
     ):
         return None
     return {name: record[name] for name in _INVOCATION_FIELDS}
+
+
+# The file index of a command line: beside its record, `<key>.index`, written by the console
+# script's replay (fileindex.py). Only a cache of hashes: a damaged one is read as empty.
+
+
+def load_index(cwd: str, argv: list[str]) -> FileIndex:
+    """The file index the replay of this command line left, or an empty one."""
+    try:
+        path = _invocation_path(cwd, argv)[: -len(".stamp")] + ".index"
+        data = _read(path)
+        checksum, payload = data[:32], data[32:]
+        if len(checksum) != 32 or seal_hash(payload).digest() != checksum:
+            return FileIndex()
+        return FileIndex(load_entries(payload))
+    except (ConfigError, OSError, ValueError, EOFError, TypeError, MemoryError):
+        return FileIndex()
+
+
+def save_index(
+    cwd: str, argv: list[str], index: FileIndex, trees: tuple[str, ...], complete: bool
+) -> None:
+    """Write `index` for this command line when it learnt or dropped an entry (the entries of
+    files it did not look at are dropped only when the run was `complete`); never into one of
+    `trees` (the sources and the outputs), as `record_invocation` never writes there."""
+    if not index.stale(complete):
+        return
+    try:
+        path = _invocation_path(cwd, argv)[: -len(".stamp")] + ".index"
+    except ConfigError:
+        return
+    if any(inside(path, tree) for tree in trees):
+        return
+    _write_sealed_bytes(path, index.dumps(complete))

@@ -23,8 +23,7 @@ def recorded_replay(cwd: str, argv: list[str]) -> tuple[dict[str, Any], dict[str
     invocation (the output format, `--out` as typed, `--quiet`, `--color`), when its sources
     and outputs are still what that build read and wrote; None to leave the command line to
     cli.py. It prints nothing, so a failure here never leaves half an answer behind."""
-    from .cache import build_digest, recorded_invocation, replay_build
-    from .snapshot import take_snapshot
+    from .cache import digest_of, load_index, recorded_invocation, replay_build, save_index
 
     record = recorded_invocation(cwd, argv)
     if record is None or record["output_format"] not in ("text", "json", "github"):
@@ -34,8 +33,13 @@ def recorded_replay(cwd: str, argv: list[str]) -> tuple[dict[str, Any], dict[str
     src, out, root = record["src"], record["out"], record["cache"]
     if not os.path.isdir(src):
         return None
-    digest = build_digest(take_snapshot(src), src, out, record["settings"])
-    stamp = replay_build(root, digest)
+    # The digest and the outputs' hashes as a build computes them from the bytes, but each
+    # file that still has the stat it had when this command line's replay last read it is
+    # taken at the hash it had then (fileindex.py): a no-op reads almost nothing.
+    index = load_index(cwd, argv)
+    digest = digest_of(index.tree_hashes(src), src, out, record["settings"], index)
+    stamp = replay_build(root, digest, index)
+    save_index(cwd, argv, index, (src, out), complete=stamp is not None)
     if stamp is None:
         return None
     return stamp, record

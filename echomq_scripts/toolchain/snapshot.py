@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+
+# Not typing.TYPE_CHECKING, and collections.abc only for mypy: on the replay's path, importing
+# collections.abc (and collections with it) would cost a few milliseconds (see cache.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 # Path (relative, '/'-separated) -> bytes, or None when the file could not be read.
 Snapshot = dict[str, bytes | None]
@@ -75,26 +80,42 @@ def walk(top: str, followlinks: bool = False) -> Iterator[tuple[str, list[str], 
     """os.walk, top-down, errors ignored, the caller's changes to the directory names heeded,
     but with a stack of its own: Python 3.11's os.walk recurses once per directory level, so a
     tree nested a thousand directories deep would stop the build with RecursionError."""
+    for directory, subdirs, names, _links in _walk(top, followlinks):
+        yield directory, subdirs, names
+
+
+def _walk(top: str, followlinks: bool) -> Iterator[tuple[str, list[str], list[str], set[str]]]:
+    """`walk`, each directory also with the set of its names that are symbolic links, as the
+    directory listing says (no system call per name where the file system tells the type)."""
     pending = [top]
     while pending:
         directory = pending.pop()
         subdirs: list[str] = []
         names: list[str] = []
+        links: set[str] = set()
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
                     try:
+                        if entry.is_symlink():
+                            links.add(entry.name)
                         is_dir = entry.is_dir()  # a link to a directory counts, as in os.walk
                     except OSError:
                         is_dir = False
                     (subdirs if is_dir else names).append(entry.name)
         except OSError:
             continue
-        yield directory, subdirs, names
+        yield directory, subdirs, names, links
+        base = _joinable(directory)
         for name in reversed(subdirs):
-            path = os.path.join(directory, name)
-            if followlinks or not os.path.islink(path):
-                pending.append(path)
+            if followlinks or name not in links:
+                pending.append(base + name)
+
+
+def _joinable(directory: str) -> str:
+    """`directory` ready to have a name appended: os.path.join(directory, ""), which the walks
+    use instead of one os.path.join a name (a third of a no-op rebuild's Python time)."""
+    return directory if directory.endswith(os.sep) else directory + os.sep
 
 
 def _relative(path: str, prefix: str) -> str:
@@ -107,47 +128,63 @@ def take_snapshot(root: StrPath) -> Snapshot:
     """Every name under `root`, in sorted order: a regular file whose real location is inside
     `root` with its bytes, anything else (a link out of the tree or to nothing, a named pipe, a
     file that cannot be read) with None, which the stage that wants the file reports."""
+    files: Snapshot = {}
+    for rel, path in tree_entries(root):
+        # A name that cannot be read is kept all the same: a script missing from the build
+        # must be reported, not silently left out (and its coming or going must change the
+        # build's digest).
+        data = None
+        if path is not None:
+            try:
+                data = read_regular(path, rel)
+            except OSError:
+                data = None
+        files[rel] = data
+    return files
+
+
+def tree_entries(root: StrPath) -> Iterator[tuple[str, str | None]]:
+    """What `take_snapshot` keeps, without reading it: each name under `root` in its order, with
+    the path to read for it, or None where the snapshot keeps no bytes (a link out of the tree,
+    a link the system will not follow). The replay's file index walks the tree with this."""
     root = os.fspath(root)
     prefix = os.path.join(root, "")
     real_root = os.path.realpath(root)
     inside = real_root.rstrip(os.sep) + os.sep
-    files: Snapshot = {}
     seen: set[str] = set()
     # The real path of a directory still to be walked, where its parent's gives it: asking
     # realpath would look up every level again, which costs a tree nested a thousand deep
     # minutes.
     known: dict[str, str] = {}
-    for directory, subdirs, names in walk(root, followlinks=True):
+    for directory, subdirs, names, links in _walk(root, followlinks=True):
         real = known.pop(directory, None) or os.path.realpath(directory)
         if real in seen or not (real == real_root or real.startswith(inside)):
             subdirs.clear()
             continue
         seen.add(real)
         subdirs.sort()
+        base, real_base = _joinable(directory), _joinable(real)
+        rel_base = _relative(base, prefix)
         for name in subdirs:
-            path = os.path.join(directory, name)
-            if not os.path.islink(path):
-                known[path] = os.path.join(real, name)
+            if name not in links:
+                known[base + name] = real_base + name
         for name in sorted(names):
-            path = os.path.join(directory, name)
-            rel = _relative(path, prefix)
-            # A name that cannot be read is kept all the same: a script missing from the build
-            # must be reported, not silently left out (and its coming or going must change the
-            # build's digest).
-            data = None
+            path = base + name
+            rel = rel_base + name
+            readable: str | None = None
             try:
-                link = os.path.islink(path)
-                if link:
+                if name in links:
                     # Links the system will not follow (a loop, or a chain of more than 40:
                     # ELOOP) never reach realpath, which recurses once per link.
                     os.stat(path)
-                real_path = os.path.realpath(path) if link else os.path.join(real, name)
+                    real_path = os.path.realpath(path)
+                else:
+                    real_path = real_base + name
                 if real_path.startswith(inside):
-                    data = read_regular(path, rel)
+                    readable = path
             except OSError:
-                data = None
-            files[rel] = data
-    return files
+                readable = None
+            yield rel, readable
 
 
 def read_tree(directory: StrPath) -> dict[str, bytes]:
@@ -155,22 +192,28 @@ def read_tree(directory: StrPath) -> dict[str, bytes]:
     empty), by '/'-separated relative path, bytecode caches left out. Read errors propagate
     as OSError; an entry that is not a regular file (a named pipe, a socket) as its subclass
     `NotRegularFile`, without being opened."""
+    found: dict[str, bytes] = {}
+    for rel, path in output_entries(directory):
+        if os.path.islink(path):
+            found[rel] = b""
+        else:
+            # A named pipe here (never one of ours) would hang the read: NotRegularFile.
+            found[rel] = read_regular(path, rel)
+    return found
+
+
+def output_entries(directory: StrPath) -> Iterator[tuple[str, str]]:
+    """The names `read_tree` reads, in its order, each with its path, without reading them."""
     directory = os.fspath(directory)
     prefix = os.path.join(directory, "")
-    found: dict[str, bytes] = {}
-    for parent, subdirs, names in walk(directory):
+    for parent, subdirs, names, links in _walk(directory, followlinks=False):
         # Python writes bytecode into a generated package as soon as it is imported: that is
         # the interpreter's, not the build's, and neither a difference nor ours to delete.
         subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
         names = [n for n in names if not n.endswith(".pyc")]
         # os.walk lists links to directories among the subdirectories; they are entries here.
-        entries = sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(parent, d))]
+        entries = sorted(names) + [d for d in subdirs if d in links]
+        base = _joinable(parent)
+        rel_base = _relative(base, prefix)
         for name in entries:
-            path = os.path.join(parent, name)
-            rel = _relative(path, prefix)
-            if os.path.islink(path):
-                found[rel] = b""
-            else:
-                # A named pipe here (never one of ours) would hang the read: NotRegularFile.
-                found[rel] = read_regular(path, rel)
-    return found
+            yield rel_base + name, base + name
