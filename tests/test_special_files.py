@@ -121,3 +121,30 @@ def test_explain_refuses_a_named_pipe_for_a_line_map_and_skips_one_for_a_source(
         "Error: build/maps/touch-3.json: it is a named pipe, not a regular file; refusing to read"
         " it\n",
     )
+
+
+@pytest.mark.parametrize("kind", ["directory", "named pipe"])
+def test_an_unusable_settings_file_above_a_recorded_build_is_not_replayed(
+    tmp_path: Path, kind: str
+) -> None:
+    """A `pyproject.toml` that appears in a parent directory as a directory or a pipe is refused
+    by a build (config.py); the console script must not answer for the recorded build, which had
+    no such file, with "up to date"."""
+    project = copy_fixture("clean", tmp_path)  # no settings file of its own: the walk goes up
+    cache = tmp_path / "cache"
+    first = run(project, "build", cache=cache)
+    assert (first.returncode, first.stdout) == (
+        0,
+        "wrote build (1 script, 1 analysed, 0 from cache)\n",
+    )
+    above = project.parent / "pyproject.toml"
+    if kind == "directory":
+        above.mkdir()
+    else:
+        os.mkfifo(above)
+    again = run(project, "build", cache=cache)
+    assert (again.returncode, again.stdout, again.stderr) == (
+        2,
+        "",
+        f"Error: {above.resolve()}: cannot read: it is a {kind}, not a regular file\n",
+    )

@@ -57,6 +57,40 @@ def test_a_child_that_dies_is_an_error_not_a_hang() -> None:
         workers.map_forked(_dies_in_a_child, ITEMS, [1] * len(ITEMS), 2)
 
 
+class _Unrebuildable(Exception):
+    """Pickles, but its pickle cannot be loaded: __init__ takes two arguments and `args` holds
+    one (as the toolchain's NotRegularFile does)."""
+
+    def __init__(self, name: str, mode: int) -> None:
+        super().__init__(f"{name} has mode {mode:o}")
+
+
+def _fails_unrebuildably_in_children(value: int) -> int:
+    if os.getpid() != PARENT:
+        raise _Unrebuildable(f"item {value}", 0o10644)
+    return value
+
+
+def _open_descriptors() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="no /proc here")
+def test_an_exception_that_cannot_be_rebuilt_leaves_no_zombie_and_no_descriptor() -> None:
+    before = _open_descriptors()
+    with pytest.raises(RuntimeError, match=r"_Unrebuildable: item \d+ has mode 10644"):
+        workers.map_forked(_fails_unrebuildably_in_children, ITEMS, [1] * len(ITEMS), 4)
+    assert _open_descriptors() == before
+    with pytest.raises(ChildProcessError):  # every child was waited for
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_a_closed_stdout_does_not_stop_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What Python makes of a process started with its stdout closed (`... >&-`).
+    monkeypatch.setattr("sys.stdout", None)
+    assert workers.map_forked(_square, ITEMS, [1] * len(ITEMS), 2) == [_square(i) for i in ITEMS]
+
+
 def test_facts_of_forked_analysis_equal_serial_ones() -> None:
     texts = [path.read_text(encoding="utf-8") for path in sorted((REPO / "lua_src").glob("*.lua"))]
     assert len(texts) >= workers.MIN_ITEMS

@@ -229,11 +229,12 @@ def digest_of(
     for candidate in settings_candidates(real_src):
         add(candidate.encode("utf-8", "surrogateescape"))
         try:
-            found: str | None = _file_sha256(candidate, index)
+            add(b"=" + _file_sha256(candidate, index).encode())
         except OSError:
-            found = None
-        # None, or unreadable: load_config reports the latter.
-        add(b"\xff" if found is None else b"=" + found.encode())
+            # Absent, or there and unusable (a directory, a named pipe, unreadable), which
+            # config.py refuses: two different marks, so the replay never answers for a tree
+            # whose build would now fail. exists(), as config.find_settings asks it.
+            add(b"!" if os.path.exists(candidate) else b"\xff")
     # Each file by the SHA-256 of its bytes, so the replay can take a hash its index holds.
     for name, file_hash in hashes.items():
         add(os.fsencode(name))  # the name's bytes, which need not be UTF-8 either

@@ -12,6 +12,7 @@ runs the same function on its share, and the children's results come back pickle
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -58,14 +59,17 @@ def map_forked(
     if workers < 2 or len(items) < MIN_ITEMS or not hasattr(os, "fork") or _threaded():
         return [func(item) for item in items]
     split = shares(weights, workers)
-    # Whatever is buffered would otherwise be written by every child as well.
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_output()
     children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
     try:
         for share in split[1:]:
             read_end, write_end = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(read_end)
+                os.close(write_end)
+                raise
             if pid == 0:  # the child: never returns into the caller's code
                 os.close(read_end)
                 _answer(func, [items[i] for i in share], write_end)
@@ -75,14 +79,25 @@ def map_forked(
         for index in split[0]:
             results[index] = func(items[index])
     finally:
-        # Every child is read and waited for, whatever happened here.
-        answers = [_collect(pid, read_end) for pid, read_end in children]
-    for share, answer in zip(split[1:], answers, strict=True):
+        # Every child is read and waited for, whatever happened here, before any answer is
+        # unpickled (which may itself raise).
+        payloads = [_collect(pid, read_end) for pid, read_end in children]
+    for share, payload in zip(split[1:], payloads, strict=True):
+        answer = _unpickled(payload)
         if isinstance(answer, BaseException):
             raise answer
         assert isinstance(answer, list)
         results.update(zip(share, answer, strict=True))
     return [results[index] for index in range(len(items))]
+
+
+def _flush_output() -> None:
+    """Flush what is buffered, which every child would otherwise write as well. A stream that is
+    closed or gone is left alone: the serial path never touches it either."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
 
 
 def _threaded() -> bool:
@@ -96,14 +111,15 @@ def _answer(func: Callable[[_T], _R], items: list[_T], write_end: int) -> None:
     """In a child: run `func` on `items`, write the results (or the exception) and exit."""
     status = 1
     try:
-        from pickle import dumps  # here, not at the top: a small tree never needs pickle
+        from pickle import dumps, loads  # here, not at the top: a small tree never needs pickle
 
         try:
             payload = dumps([func(item) for item in items])
         except BaseException as exc:  # handed to the parent, which raises it
             try:
                 payload = dumps(exc)
-            except Exception:  # an exception that does not pickle: its text will do
+                loads(payload)  # some pickle but cannot be rebuilt (a changed __init__)
+            except Exception:  # then its text will do
                 payload = dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
         with os.fdopen(write_end, "wb") as pipe:
             pipe.write(payload)
@@ -112,13 +128,29 @@ def _answer(func: Callable[[_T], _R], items: list[_T], write_end: int) -> None:
         os._exit(status)  # whatever happened: the parent reports a child without an answer
 
 
-def _collect(pid: int, read_end: int) -> object:
-    """A child's answer: its results, or the exception to raise."""
+def _collect(pid: int, read_end: int) -> bytes | None:
+    """A child's pickled answer, or None when it gave none. The pipe is always closed and the
+    child always waited for, so no descriptor or zombie is left whatever happens."""
+    data = b""
+    try:
+        with os.fdopen(read_end, "rb") as pipe:
+            data = pipe.read()  # before waiting: a full pipe would block the child
+    finally:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:  # already reaped (SIGCHLD ignored): its answer is what counts
+            status = 0
+    return data if status == 0 and data else None
+
+
+def _unpickled(payload: bytes | None) -> object:
+    """A child's results, or the exception to raise: its own, or one saying why there is none
+    (an exception whose class cannot be rebuilt from its pickle included)."""
+    if payload is None:
+        return RuntimeError("an analysis worker exited without an answer")
     from pickle import loads
 
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read()  # before waiting: a full pipe would block the child
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not data:
-        return RuntimeError(f"an analysis worker (pid {pid}) exited without an answer")
-    return loads(data)
+    try:
+        return loads(payload)
+    except Exception as exc:
+        return RuntimeError(f"an analysis worker's answer could not be read: {exc}")
