@@ -1330,8 +1330,6 @@ class QueueModel:
         batch, over, moved = walked
         for child_id in batch:
             child = self.jobs[child_id]
-            assert child.parent is not None
-            self.jobs[child.parent].pending.discard(child_id)
             self._remove_from_state(child_id)
             self._release_dedup(child)
             del self.jobs[child_id]
@@ -1412,6 +1410,17 @@ class QueueModel:
                 over = complete
             elif not complete:
                 frames[-1].done = False
+        # includes/treeBatch.lua takes each job it takes below the top out of its parent's
+        # record itself; the parent goes later, or in a later call.
+        for taken in batch:
+            if taken != top_id:
+                above = self.jobs[self.jobs[taken].parent or ""]
+                for part in parts:
+                    record = getattr(above, part)
+                    if isinstance(record, set):
+                        record.discard(taken)
+                    else:
+                        record.pop(taken, None)
         if batch or stuck is None:
             return batch, over, False
         assert stuck.kids is not None
@@ -1495,11 +1504,6 @@ class QueueModel:
             if at == job_id:
                 self._leave_parent(job)
                 return 1
-            above = self.jobs[gone.parent or ""]
-            above.pending.discard(at)
-            above.processed.pop(at, None)
-            above.ignored.pop(at, None)
-            above.unsuccessful.pop(at, None)
         return 2
 
     def remove_deduplication_key(self, dedup_id: str, job_id: str) -> int:
