@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from echomq_scripts import __version__
 from echomq_scripts import generated as g
@@ -22,6 +24,7 @@ from echomq_scripts.runtime.codes import ERROR_CODES
 from echomq_scripts.toolchain.cache import AnalysisCache
 from echomq_scripts.toolchain.config import load_config
 from echomq_scripts.toolchain.errors import ConfigError, OutputError
+from echomq_scripts.toolchain.manifest import to_json_bytes
 from echomq_scripts.toolchain.pipeline import build
 from echomq_scripts.toolchain.snapshot import take_snapshot
 from tests.support.environment import REPO
@@ -495,3 +498,33 @@ def test_a_failed_swap_puts_back_the_outputs_swapped_before_it(
         )
     assert (tree_bytes(first), tree_bytes(second)) == ({"a": b"old"}, {"b": b"old"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["first", "second"]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON, indent=st.sampled_from([None, 1, 2, 4]))
+def test_json_bytes_are_what_json_dumps_gives(value: object, indent: int | None) -> None:
+    """The manifest's own indented encoder (fast, for cold builds) writes the standard
+    library's bytes exactly: sorted keys, no ASCII escaping, floats and empty containers."""
+    separators = None if indent else (",", ":")
+    expected = json.dumps(
+        value, indent=indent, sort_keys=True, ensure_ascii=False, separators=separators
+    )
+    assert to_json_bytes(value, indent) == (expected + "\n").encode("utf-8")
+
+
+def test_json_bytes_with_keys_that_are_not_strings() -> None:
+    """Keys json.dumps converts (ints) or refuses (mixed types) are left to it."""
+    assert to_json_bytes({2: "b", 1: "a"}) == b'{\n  "1": "a",\n  "2": "b"\n}\n'
+    with pytest.raises(TypeError):
+        to_json_bytes({1: "a", "b": 2})

@@ -72,7 +72,7 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
         if resolved is not None:
             found_scripts.append((resolved, cache.get(resolved.text)))
     # Each text missing from the cache is analysed once, all together; its scripts take it below.
-    fresh = _analyse_all([r.text for r, facts in found_scripts if facts is None])
+    fresh = _analyse_all([r.text for r, facts in found_scripts if facts is None], cache)
     for resolved, facts in found_scripts:
         lines.update((source.path, source.lines) for source in resolved.files)
         header, header_problems = parse_header(resolved.entry.path, resolved.files[0].lines)
@@ -82,8 +82,10 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
             # cache entry its first script just wrote.
             facts = cache.get(resolved.text)
         if facts is None:
-            facts = fresh.pop(resolved.text, None) or analyse(resolved.text)
-            cache.put(resolved.text, facts)
+            facts = fresh.pop(resolved.text, None)
+            if facts is None:  # met again, and no cache entry to read back
+                facts = analyse(resolved.text)
+                cache.put(resolved.text, facts)
             result.analysed += 1
         else:
             result.from_cache += 1
@@ -113,13 +115,20 @@ def check(config: Config, cache: AnalysisCache, snapshot: Snapshot | None = None
     return result
 
 
-def _analyse_all(texts: list[str]) -> dict[str, Facts]:
-    """The facts of each of `texts`, analysed on several cores when there are enough of them."""
+def _analyse_all(texts: list[str], cache: AnalysisCache) -> dict[str, Facts]:
+    """The facts of each of `texts`, analysed on several cores when there are enough of them;
+    each is put in the `cache` by the process that analysed it."""
     unique = list(dict.fromkeys(texts))
     if unique:  # a build served from the cache loads neither
         load_parsers()
+
+    def analyse_and_keep(text: str) -> Facts:
+        facts = analyse(text)
+        cache.put(text, facts)
+        return facts
+
     weights = [len(text) for text in unique]
-    facts = map_forked(analyse, unique, weights, usable_cpus())
+    facts = map_forked(analyse_and_keep, unique, weights, usable_cpus())
     return dict(zip(unique, facts, strict=True))
 
 
