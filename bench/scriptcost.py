@@ -324,7 +324,7 @@ class EchoCycle:
     def move_to_active(self) -> str | None:
         self.pickups += 1
         token = f"{self.token}:{self.pickups}"
-        job_id, _fields, _wait = emq.move_to_active(
+        job_id, _fields, _wait, _token = emq.move_to_active(
             self.client,
             queue=self.queue,
             token=token,

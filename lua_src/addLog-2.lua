@@ -5,7 +5,7 @@
 --- @key logs  `emq:{q}:<job_id>:logs`  the job's logs, oldest first
 --- @arg job_id     id        the job's id
 --- @arg line       string    the line to add
---- @arg keep_logs  int(0..)  keep only the newest this many lines, or 0 to keep every line
+--- @arg keep_logs  int(0..) = 0  keep only the newest this many lines, or 0 to keep every line
 --- @return int  how many lines the job's logs hold now
 --- @error -1 JobNotExist
 --- @include "includes/checkJobKey"

@@ -8,13 +8,14 @@
 --- @key id      `emq:{q}:id`      the counter of generated ids
 --- @key events  `emq:{q}:events`  the event stream
 --- @key marker  `emq:{q}:marker`  the marker idle workers block on
---- @arg job_id     id?                 a custom id, or "" to generate one
+--- @arg job_id     id? = ""            a custom id, or "" to generate one
 --- @arg name       string              the job's name
 --- @arg data       string              the job's data, as JSON
---- @arg opts       json(object)        the job's options (attempts, backoff, ...)
---- @arg now        int(0..)            the caller's clock, in milliseconds
---- @arg dedup_id   string              a deduplication id, or ""
---- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
+--- @arg opts       json(object) = {}   the job's options (attempts, backoff, ...)
+--- @arg now        int(0..) = @now     the caller's clock, in milliseconds
+--- @arg dedup_id   string = ""         a deduplication id, or ""
+--- @return Added(job_id: string, added: int)
+---     the job's id, and 1 when it was added (0 when it existed)
 --- @include "includes/addJob"
 --- @include "includes/emitEvent"
 --- @include "includes/lifoOption"

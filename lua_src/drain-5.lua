@@ -7,7 +7,7 @@
 --- @key delayed      `emq:{q}:delayed`      the delayed set
 --- @key prioritized  `emq:{q}:prioritized`  the prioritized set
 --- @key schedulers   `emq:{q}:repeat`       the job schedulers, scored by next run
---- @arg delayed  bool           empty the delayed set too
+--- @arg delayed  bool = false   empty the delayed set too
 --- @arg count    int(1..10000)  the most jobs the call removes
 --- @return int  how many jobs the call removed: fewer than `count` when the keys are empty (but
 ---     for scheduler iterations)

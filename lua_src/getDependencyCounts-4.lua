@@ -6,7 +6,8 @@
 --- @key failed        `emq:{q}:<job_id>:failed`        ignored children and their reasons
 --- @key unsuccessful  `emq:{q}:<job_id>:unsuccessful`  failed children
 --- @arg job_id  id  the parent's id
---- @return tuple[int, int, int, int]  processed, unprocessed, ignored and failed
+--- @return DependencyCounts(processed: int, unprocessed: int, ignored: int, failed: int)  the
+---     sizes of the parent's records
 --- @error -1 JobNotExist
 --- @include "includes/ownerOfProcessed"
 

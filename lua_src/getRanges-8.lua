@@ -8,9 +8,9 @@
 --- @key completed         `emq:{q}:completed`         the completed set
 --- @key failed            `emq:{q}:failed`            the failed set
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
---- @arg start  int(0..)   the first place, from 0
---- @arg end    int(-1..)  the last place, -1 for the last of all
---- @arg asc    bool       in order (the next job to run, the lowest score, first), else reversed
+--- @arg start  int(0..) = 0  the first place, from 0
+--- @arg end    int(-1..) = -1  the last place, -1 for the last of all
+--- @arg asc    bool = false  in order (the next job to run, the lowest score, first), else reversed
 --- @arg... state  enum(wait|paused|active|delayed|prioritized|completed|failed|waiting-children)  the states, each once or more
 --- @return list[list[string]]  one list of ids for each state asked, in the order asked
 --- @include "includes/intArg"

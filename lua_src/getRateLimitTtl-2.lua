@@ -4,7 +4,7 @@
 --- rateLimit-1 sets) is answered.
 --- @key limiter  `emq:{q}:limiter`  the rate limiter's count, with the window's TTL
 --- @key meta     `emq:{q}:meta`     the queue's meta hash
---- @arg max_jobs  int(0..)  the limit to test (0: the queue's stored one)
+--- @arg max_jobs  int(0..) = 0  the limit to test (0: the queue's stored one)
 --- @return int  the milliseconds until a pickup may take a job, or 0 when it may now
 --- @include "includes/intArg"
 --- @include "includes/rateLimitTtl"

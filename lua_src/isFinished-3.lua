@@ -5,7 +5,7 @@
 --- @key failed     `emq:{q}:failed`     the failed set
 --- @key job        `emq:{q}:<job_id>`   the job's hash
 --- @arg job_id        id    the job's id
---- @arg return_value  bool  answer [finished, value] instead of finished alone
+--- @arg return_value  bool = false  answer [finished, value] instead of finished alone
 --- @return int | tuple[int, string]  0, 1 or 2; with return_value, that and the return value
 ---     (completed), the failure reason (failed) or "" (not finished)
 --- @error -1 JobNotExist

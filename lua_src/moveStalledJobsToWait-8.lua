@@ -15,8 +15,9 @@
 --- @key events   `emq:{q}:events`   the event stream
 --- @key marker   `emq:{q}:marker`   the marker idle workers block on
 --- @arg max_stalled  int(0..)  how often a job may stall before it fails
---- @arg now          int(0..)  the caller's clock, in milliseconds
---- @return tuple[list[string], list[string]]  the ids moved back to wait, and the ids failed
+--- @arg now          int(0..) = @now  the caller's clock, in milliseconds
+--- @return StalledCheck(moved: list[string], failed: list[string])
+---     the ids moved back to wait, and the ids failed
 --- @include "includes/applyRetention"
 --- @include "includes/childFailed"
 --- @include "includes/countFinished"

@@ -13,8 +13,8 @@
 --- @key lock              `emq:{q}:<job_id>:lock`     the job's lock
 --- @arg job_id    id                 the job's id
 --- @arg token     string(non-empty)  the worker's lock token
---- @arg now       int(0..)           the caller's clock, in milliseconds
---- @arg child_id  id?                one child to wait for, or "" for any pending child
+--- @arg now       int(0..) = @now    the caller's clock, in milliseconds
+--- @arg child_id  id? = ""           one child to wait for, or "" for any pending child
 --- @return int  1 when the job moved to waiting-children, 0 when nothing is pending (it stays
 ---     active)
 --- @error -1 JobNotExist

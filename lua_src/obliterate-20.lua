@@ -23,7 +23,7 @@
 --- @key metrics_completed_data  `emq:{q}:metrics:completed:data`  the completed series
 --- @key metrics_failed_data     `emq:{q}:metrics:failed:data`     the failed series
 --- @arg count  int(1..10000)  the most jobs and schedulers the call removes
---- @arg force  bool           remove active jobs too, held or not
+--- @arg force  bool = false   remove active jobs too, held or not
 --- @return int  0 when the queue is gone, 1 when more is left (call again), 2 when refused
 ---     because the queue is not paused, 3 when refused because jobs are active and `force` was
 ---     not given

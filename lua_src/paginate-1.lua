@@ -5,7 +5,7 @@
 --- @key record  `emq:{q}:<job_id>:<part>`  the record
 --- @arg job_id  id  the parent's id
 --- @arg part    enum(dependencies|processed|failed|unsuccessful)  which record
---- @arg cursor  string(non-empty)  the scan's cursor: "0" to start, then what the last call answered
+--- @arg cursor  string(non-empty) = "0"  the scan's cursor: "0" to start, then what the last call answered
 --- @arg count   int(1..10000)  the scan's COUNT: about how many entries a call reads
 --- @return tuple[string, int, list[string]]  the cursor for the next call ("0": the walk is over),
 ---     how many entries the record holds, and the page: members (dependencies), or each

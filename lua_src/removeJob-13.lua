@@ -19,7 +19,7 @@
 --- @key schedulers        `emq:{q}:repeat`            the job schedulers, scored by next run
 --- @key job               `emq:{q}:<job_id>`          the job's hash
 --- @arg job_id           id    the job's id
---- @arg remove_children  bool  remove its children too, to any depth
+--- @arg remove_children  bool = false  remove its children too, to any depth
 --- @arg limit            int(1..10000)  the most jobs this call removes (and about the most it reads)
 --- @return int  1 when the job was removed, 2 when part of its tree was and a next call goes on,
 ---     0 when it, or a descendant the call reached, is held by a worker

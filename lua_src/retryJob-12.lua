@@ -18,9 +18,9 @@
 --- @key lock         `emq:{q}:<job_id>:lock`  the job's lock
 --- @arg job_id      id                 the job's id
 --- @arg token       string(non-empty)  the worker's lock token
---- @arg now         int(0..)           the caller's clock, in milliseconds
+--- @arg now         int(0..) = @now    the caller's clock, in milliseconds
 --- @arg reason      string             the failure's reason
---- @arg stacktrace  string             the failure's stack trace, or ""
+--- @arg stacktrace  string = ""        the failure's stack trace, or ""
 --- @return string  where the job went: "wait", "paused" or "prioritized"
 --- @error -1 JobNotExist
 --- @error -2 JobLockNotExist

@@ -17,7 +17,7 @@
 --- @key marker       `emq:{q}:marker`                 the marker idle workers block on
 --- @arg scheduler_id  id        the scheduler's id (the picked job's "rjk")
 --- @arg job_id        id        the iteration picked up
---- @arg now           int(0..)  the caller's clock, in milliseconds
+--- @arg now           int(0..) = @now  the caller's clock, in milliseconds
 --- @arg next_millis   int(0..)  a pattern's next run after the current one, as the caller
 ---     computed it (0 for every)
 --- @return string  the next iteration's id, or "" when none was added: the job is not the

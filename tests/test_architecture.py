@@ -168,7 +168,7 @@ job_id, added = emq.add_standard_job(
     client, queue="mail", job_id="", name="send", data="{}", opts={}, now=1000,
     dedup_id="",
 )
-taken, fields, _ = emq.move_to_active(
+taken, fields, _, _ = emq.move_to_active(
     client, queue="mail", token="t1", lock_duration=30000, now=1001, limit_max=0,
     limit_duration=0, concurrency=0,
 )

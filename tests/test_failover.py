@@ -106,7 +106,7 @@ def test_no_job_is_lost_or_completed_twice_across_a_failover(
         try:
             if not killed_port and len(completions) >= JOBS // 3:
                 killed_port = kill_primary_of(cluster, client, f"emq:{{{QUEUE}}}:wait")
-            job_id, _, _ = g.move_to_active(
+            job_id, *_ = g.move_to_active(
                 client,
                 queue=QUEUE,
                 token=f"t{now}",

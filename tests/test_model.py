@@ -223,7 +223,7 @@ class QueueMachine(RuleBasedStateMachine):
     def compare(self, kind: str, got: Any, want: Any) -> None:
         """A reply against the model's: a pickup's hash is read from Redis."""
         if kind == "pickup":
-            self.compare_pickup(got, want)
+            self.compare_pickup(got[:3], want)  # got[3], its token, the call's own
         elif kind == "finish" and not isinstance(want, int):
             assert got[0] == want[0]
             self.compare_pickup(got[1:], want[1:])
@@ -408,7 +408,8 @@ class QueueMachine(RuleBasedStateMachine):
             return self.model.move_to_active(token, now, concurrency, limit_max)
 
         got = again()
-        self.compare_pickup(got, model())
+        assert got.token == token  # every pickup's reply names its token
+        self.compare_pickup(got[:3], model())
         self.remember(again, got, model, "pickup")
 
     @rule(
@@ -1124,11 +1125,11 @@ class QueueMachine(RuleBasedStateMachine):
         assert self.last is not None
         again, first = self.last
         got = again()
-        if isinstance(first, tuple) and len(first) == 3 and first[2] > 0:
+        if isinstance(first, g.Pickup) and first.limit_delay > 0:
             # A pickup the limiter refused: refused again, with what its window has left now.
-            assert got[:2] == first[:2]
-            assert 0 < got[2] <= first[2]
-        elif isinstance(first, tuple) and len(first) == 4 and first[3] > 0:
+            assert (got.job_id, got.fields, got.token) == (first.job_id, first.fields, first.token)
+            assert 0 < got.limit_delay <= first.limit_delay
+        elif isinstance(first, g.Finished) and first.limit_delay > 0:
             # A finish whose fetch the limiter held back: the record keeps no wait (protocol.md,
             # re-sent calls), so the re-send answers 0 and the next pickup the wait.
             assert got == (*first[:3], 0)

@@ -54,7 +54,7 @@ def run_iteration(q: Queue, now: int, workers: int = 3) -> list[str]:
     def work(index: int) -> None:
         try:
             start.wait()
-            job_id, fields, _ = g.move_to_active(
+            job_id, fields, _, _ = g.move_to_active(
                 q.r,
                 queue=q.name,
                 token=f"w{index}-{now}",

@@ -85,7 +85,7 @@ EMPTY_QUEUE_REPLIES: dict[str, object] = {
     "moveJobFromActiveToWait-11": -2,
     "moveJobsToWait-8": 0,
     "moveStalledJobsToWait-8": [[], []],
-    "moveToActive-11": [b"", [], 0],
+    "moveToActive-11": [b"", [], 0, b"x"],  # nothing to pick up, and the token sent
     "moveToDelayed-8": -2,
     "moveToFinished-14": -2,
     "moveToWaitingChildren-7": -2,

@@ -91,8 +91,8 @@ def test_diff_names_each_kind_of_change_and_the_bump(tmp_path: Path) -> None:
         "2.0.0",
         {
             "moveStalledJobsToWait-8.lua": (
-                "--- @arg now          int",
-                "--- @arg now          number",
+                "--- @arg now          int(0..) = @now",
+                "--- @arg now          number(0..)",
             ),
         },
     )
@@ -336,7 +336,7 @@ def test_verify_checks_every_primary_of_a_cluster(
 def two_releases(tmp_path: Path) -> Iterator[tuple[ModuleType, ModuleType]]:
     """Wrappers of two releases whose pickup and heartbeat scripts differ in body."""
     edits = {
-        "moveToActive-11.lua": ("return pickup(", "-- release two\nreturn pickup("),
+        "moveToActive-11.lua": ("return picked\n", "return picked -- release two\n"),
         "extendLock-2.lua": ("return 1\n", "return 1 -- release two\n"),
     }
     one = release(tmp_path, "one", "1.0.0", package="emq_release_one")

@@ -309,7 +309,7 @@ def cycle(client: Client, queue: str, name: str, number: int) -> list[str]:
     assert g.add_standard_job(client, queue=queue, **add_args(job_id)) == (job_id, 1)
     assert len(g.get_counts(client, queue=queue)) == 8
     token = f"tok-{job_id}"
-    picked, fields, _ = g.move_to_active(client, queue=queue, **pickup_args(token))
+    picked, fields, _, _ = g.move_to_active(client, queue=queue, **pickup_args(token))
     assert picked
     assert fields["name"] == "job"
     finished = g.move_to_finished(client, queue=queue, **finish_args(picked, token))
@@ -323,7 +323,7 @@ async def acycle(client: AsyncClient, queue: str, name: str, number: int) -> lis
     assert await g.add_standard_job_async(client, queue=queue, **add_args(job_id)) == (job_id, 1)
     assert len(await g.get_counts_async(client, queue=queue)) == 8
     token = f"tok-{job_id}"
-    picked, fields, _ = await g.move_to_active_async(client, queue=queue, **pickup_args(token))
+    picked, fields, _, _ = await g.move_to_active_async(client, queue=queue, **pickup_args(token))
     assert picked
     assert fields["name"] == "job"
     finished = await g.move_to_finished_async(client, queue=queue, **finish_args(picked, token))

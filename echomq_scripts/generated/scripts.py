@@ -40,13 +40,20 @@ class AddDelayedJobKeys(NamedTuple):
     """The marker idle workers block on (emq:{q}:marker)"""
 
 
+class Added(NamedTuple):
+    """A reply of addDelayedJob-5: Added(job_id: string, added: int)."""
+
+    job_id: str
+    added: int
+
+
 _ADD_DELAYED_JOB = Script(
     ScriptSpec(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="4f815e65e5542a426597c0beafd34b3c7c250ac9",
-        returns="tuple[string, int]",
+        sha1="6a37ef5a208c30a42d6df6da803f31e00d378b92",
+        returns="Added(job_id: string, added: int)",
         codes=(),
         package="echomq_scripts.generated",
         templates=(
@@ -56,6 +63,7 @@ _ADD_DELAYED_JOB = Script(
             "emq:{q}:events",
             "emq:{q}:marker",
         ),
+        records=(Added,),
     ),
     BY_CODE,
 )
@@ -76,11 +84,13 @@ def _add_delayed_job_call(
     name: str,
     data: str,
     opts: Mapping[str, object],
-    now: int,
+    now: int | None,
     dedup_id: str,
     delay: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addDelayedJob-5"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
@@ -107,32 +117,34 @@ def _add_delayed_job_call(
 def add_delayed_job(
     client: SyncClient,
     *,
-    job_id: str,
+    job_id: str = "",
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    now: int,
-    dedup_id: str,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    now: int | None = None,
+    dedup_id: str = "",
     delay: int,
     queue: str | None = None,
     keys: AddDelayedJobKeys | None = None,
-) -> tuple[str, int]:
+) -> Added:
     """Adds a job that runs after a delay: to delayed, scored by the time it becomes due.
 
     An existing custom id, or a deduplication id still held, adds nothing and answers that
     job's id. A job with a parent is added by addFlow.
 
     Args:
-        job_id (id?): a custom id, or "" to generate one
+        job_id (id?, default ""): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (json(object)): the job's options (attempts, backoff, ...)
-        now (int(0..)): the caller's clock, in milliseconds
-        dedup_id (string): a deduplication id, or ""
+        opts (json(object), default {}): the job's options (attempts, backoff, ...)
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
+        dedup_id (string, default ""): a deduplication id, or ""
         delay (int(0..)): milliseconds from now until the job is due
 
     Returns:
-        tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
+        Added(job_id: string, added: int): the job's id, and 1 when it was added (0 when it
+        existed)
     """
     _keys, _args = _add_delayed_job_call(
         queue,
@@ -146,22 +158,22 @@ def add_delayed_job(
         delay,
     )
     _reply = _ADD_DELAYED_JOB.run(client, _keys, _args)
-    return cast(tuple[str, int], _ADD_DELAYED_JOB.result(_reply, job_id))
+    return cast(Added, _ADD_DELAYED_JOB.result(_reply, job_id))
 
 
 async def add_delayed_job_async(
     client: AsyncClient,
     *,
-    job_id: str,
+    job_id: str = "",
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    now: int,
-    dedup_id: str,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    now: int | None = None,
+    dedup_id: str = "",
     delay: int,
     queue: str | None = None,
     keys: AddDelayedJobKeys | None = None,
-) -> tuple[str, int]:
+) -> Added:
     """`add_delayed_job` for redis.asyncio clients."""
     _keys, _args = _add_delayed_job_call(
         queue,
@@ -175,22 +187,22 @@ async def add_delayed_job_async(
         delay,
     )
     _reply = await _ADD_DELAYED_JOB.run_async(client, _keys, _args)
-    return cast(tuple[str, int], _ADD_DELAYED_JOB.result(_reply, job_id))
+    return cast(Added, _ADD_DELAYED_JOB.result(_reply, job_id))
 
 
 def add_delayed_job_pipeline(
     pipe: PipelineClient,
     *,
-    job_id: str,
+    job_id: str = "",
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    now: int,
-    dedup_id: str,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    now: int | None = None,
+    dedup_id: str = "",
     delay: int,
     queue: str | None = None,
     keys: AddDelayedJobKeys | None = None,
-) -> Pending[tuple[str, int]]:
+) -> Pending[Added]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _add_delayed_job_call(
         queue,
@@ -237,8 +249,8 @@ _ADD_FLOW = Script(
         name="addFlow",
         script_id="addFlow-10",
         num_keys=10,
-        sha1="5b05a12593c02ea1bc8fa15ad64b6def46b68e5b",
-        returns="list[tuple[string, int]]",
+        sha1="de27c18dbda16c50a37cec0319396ec1d2ab5f13",
+        returns="list[Added(job_id: string, added: int)]",
         codes=(-5, -7, -8),
         package="echomq_scripts.generated",
         templates=(
@@ -253,6 +265,7 @@ _ADD_FLOW = Script(
             "emq:{q}:events",
             "emq:{q}:marker",
         ),
+        records=(Added,),
     ),
     BY_CODE,
 )
@@ -269,11 +282,13 @@ def add_flow_keys(
 def _add_flow_call(
     queue: str | None,
     keys: AddFlowKeys | None,
-    now: int,
+    now: int | None,
     parent_id: str,
     node: Sequence[bytes],
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addFlow-10"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.int_arg(_script, "now", now, low=0),
         runtime.id_arg(_script, "parent_id", parent_id, optional=True),
@@ -297,12 +312,12 @@ def _add_flow_call(
 def add_flow(
     client: SyncClient,
     *,
-    now: int,
-    parent_id: str,
+    now: int | None = None,
+    parent_id: str = "",
     node: Sequence[bytes] = (),
     queue: str | None = None,
     keys: AddFlowKeys | None = None,
-) -> list[tuple[str, int]]:
+) -> list[Added]:
     """Adds a flow, a tree of jobs in one queue whose parents wait for their children: all or
     nothing.
 
@@ -319,15 +334,17 @@ def add_flow(
     node or below it: the node answers the holder's id, the nodes below it "".
 
     Args:
-        now (int(0..)): the caller's clock, in milliseconds
-        parent_id (id?): an existing job in this queue whose child the root becomes, or ""
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
+        parent_id (id?, default ""): an existing job in this queue whose child the root
+        becomes, or ""
         node (bytes): per node: job_id ("" to generate one), name, data (JSON), opts (a JSON
         object), dedup_id (or ""), delay (ms), priority (0 for none) and its number of
         children
 
     Returns:
-        list[tuple[string, int]]: per node, in the order sent: its id, and 1 when it was
-        added (0 when it existed or was deduplicated)
+        list[Added(job_id: string, added: int)]: per node, in the order sent: its id, and 1
+        when it was added (0 when it existed or was deduplicated)
 
     Raises:
         ParentJobNotExist: the script returned -5.
@@ -342,18 +359,18 @@ def add_flow(
         node,
     )
     _reply = _ADD_FLOW.run(client, _keys, _args)
-    return cast(list[tuple[str, int]], _ADD_FLOW.result(_reply))
+    return cast(list[Added], _ADD_FLOW.result(_reply))
 
 
 async def add_flow_async(
     client: AsyncClient,
     *,
-    now: int,
-    parent_id: str,
+    now: int | None = None,
+    parent_id: str = "",
     node: Sequence[bytes] = (),
     queue: str | None = None,
     keys: AddFlowKeys | None = None,
-) -> list[tuple[str, int]]:
+) -> list[Added]:
     """`add_flow` for redis.asyncio clients."""
     _keys, _args = _add_flow_call(
         queue,
@@ -363,18 +380,18 @@ async def add_flow_async(
         node,
     )
     _reply = await _ADD_FLOW.run_async(client, _keys, _args)
-    return cast(list[tuple[str, int]], _ADD_FLOW.result(_reply))
+    return cast(list[Added], _ADD_FLOW.result(_reply))
 
 
 def add_flow_pipeline(
     pipe: PipelineClient,
     *,
-    now: int,
-    parent_id: str,
+    now: int | None = None,
+    parent_id: str = "",
     node: Sequence[bytes] = (),
     queue: str | None = None,
     keys: AddFlowKeys | None = None,
-) -> Pending[list[tuple[str, int]]]:
+) -> Pending[list[Added]]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _add_flow_call(
         queue,
@@ -417,7 +434,7 @@ _ADD_JOB_SCHEDULER = Script(
         name="addJobScheduler",
         script_id="addJobScheduler-10",
         num_keys=10,
-        sha1="a641b913642447e43e73665ffc4765bcafa2e572",
+        sha1="d3d407682ebce07b0f1a228cc4fd5e5c59f4ca02",
         returns="tuple[string, int]",
         codes=(-10, -11),
         package="echomq_scripts.generated",
@@ -459,7 +476,7 @@ def _add_job_scheduler_call(
     queue: str | None,
     keys: AddJobSchedulerKeys | None,
     scheduler_id: str,
-    now: int,
+    now: int | None,
     every: int,
     pattern: str,
     tz: str,
@@ -474,6 +491,8 @@ def _add_job_scheduler_call(
     priority: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addJobScheduler-10"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "scheduler_id", scheduler_id),
         runtime.int_arg(_script, "now", now, low=0),
@@ -513,19 +532,19 @@ def add_job_scheduler(
     client: SyncClient,
     *,
     scheduler_id: str,
-    now: int,
+    now: int | None = None,
     every: int,
     pattern: str,
-    tz: str,
-    next_millis: int,
-    limit: int,
-    start_date: int,
-    end_date: int,
-    offset: int,
+    tz: str = "",
+    next_millis: int = 0,
+    limit: int = 0,
+    start_date: int = 0,
+    end_date: int = 0,
+    offset: int = 0,
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    priority: int,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    priority: int = 0,
     queue: str | None = None,
     keys: AddJobSchedulerKeys | None = None,
 ) -> tuple[str, int]:
@@ -541,20 +560,21 @@ def add_job_scheduler(
 
     Args:
         scheduler_id (id): the scheduler's id
-        now (int(0..)): the caller's clock, in milliseconds
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
         every (int(0..)): the period in ms, or 0 for a pattern
         pattern (string): a cron pattern, or "" for every
-        tz (string): the pattern's time zone (the caller reads it), or ""
-        next_millis (int(0..)): a pattern's next run, as the caller computed it (0 for
-        every)
-        limit (int(0..)): the most iterations to run, or 0 for no limit
-        start_date (int(0..)): no run before this time (ms), or 0
-        end_date (int(0..)): no run after this time (ms), or 0
-        offset (int(0..)): every: the runs' place within each period (ms), or 0
+        tz (string, default ""): the pattern's time zone (the caller reads it), or ""
+        next_millis (int(0..), default 0): a pattern's next run, as the caller computed it
+        (0 for every)
+        limit (int(0..), default 0): the most iterations to run, or 0 for no limit
+        start_date (int(0..), default 0): no run before this time (ms), or 0
+        end_date (int(0..), default 0): no run after this time (ms), or 0
+        offset (int(0..), default 0): every: the runs' place within each period (ms), or 0
         name (string): the iterations' name
         data (string): the iterations' data, as JSON
-        opts (json(object)): the iterations' options
-        priority (int(0..2097151)): the iterations' priority, or 0
+        opts (json(object), default {}): the iterations' options
+        priority (int(0..2097151), default 0): the iterations' priority, or 0
 
     Returns:
         tuple[string, int]: the pending iteration's id ("" once the limit or the end date is
@@ -590,19 +610,19 @@ async def add_job_scheduler_async(
     client: AsyncClient,
     *,
     scheduler_id: str,
-    now: int,
+    now: int | None = None,
     every: int,
     pattern: str,
-    tz: str,
-    next_millis: int,
-    limit: int,
-    start_date: int,
-    end_date: int,
-    offset: int,
+    tz: str = "",
+    next_millis: int = 0,
+    limit: int = 0,
+    start_date: int = 0,
+    end_date: int = 0,
+    offset: int = 0,
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    priority: int,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    priority: int = 0,
     queue: str | None = None,
     keys: AddJobSchedulerKeys | None = None,
 ) -> tuple[str, int]:
@@ -633,19 +653,19 @@ def add_job_scheduler_pipeline(
     pipe: PipelineClient,
     *,
     scheduler_id: str,
-    now: int,
+    now: int | None = None,
     every: int,
     pattern: str,
-    tz: str,
-    next_millis: int,
-    limit: int,
-    start_date: int,
-    end_date: int,
-    offset: int,
+    tz: str = "",
+    next_millis: int = 0,
+    limit: int = 0,
+    start_date: int = 0,
+    end_date: int = 0,
+    offset: int = 0,
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    priority: int,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    priority: int = 0,
     queue: str | None = None,
     keys: AddJobSchedulerKeys | None = None,
 ) -> Pending[tuple[str, int]]:
@@ -686,7 +706,7 @@ _ADD_LOG = Script(
         name="addLog",
         script_id="addLog-2",
         num_keys=2,
-        sha1="5f6ef96869e58d2de9f66e57df6c9dc5e0773c87",
+        sha1="02f7851ca75b72d0a9401eff4e15cd17a2c3bd6b",
         returns="int",
         codes=(-1,),
         package="echomq_scripts.generated",
@@ -753,7 +773,7 @@ def add_log(
     *,
     job_id: str,
     line: str,
-    keep_logs: int,
+    keep_logs: int = 0,
     queue: str | None = None,
     keys: AddLogKeys | None = None,
 ) -> int:
@@ -765,7 +785,8 @@ def add_log(
     Args:
         job_id (id): the job's id
         line (string): the line to add
-        keep_logs (int(0..)): keep only the newest this many lines, or 0 to keep every line
+        keep_logs (int(0..), default 0): keep only the newest this many lines, or 0 to keep
+        every line
 
     Returns:
         int: how many lines the job's logs hold now
@@ -789,7 +810,7 @@ async def add_log_async(
     *,
     job_id: str,
     line: str,
-    keep_logs: int,
+    keep_logs: int = 0,
     queue: str | None = None,
     keys: AddLogKeys | None = None,
 ) -> int:
@@ -810,7 +831,7 @@ def add_log_pipeline(
     *,
     job_id: str,
     line: str,
-    keep_logs: int,
+    keep_logs: int = 0,
     queue: str | None = None,
     keys: AddLogKeys | None = None,
 ) -> Pending[int]:
@@ -848,8 +869,8 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="2c07655d6dd2f0e5b65a2e80fe0bb7f8fedebd7c",
-        returns="tuple[string, int]",
+        sha1="46edcec66fc0161989b271ea6ce9a0528fbdcd9f",
+        returns="Added(job_id: string, added: int)",
         codes=(),
         package="echomq_scripts.generated",
         templates=(
@@ -860,6 +881,7 @@ _ADD_PRIORITIZED_JOB = Script(
             "emq:{q}:events",
             "emq:{q}:marker",
         ),
+        records=(Added,),
     ),
     BY_CODE,
 )
@@ -880,11 +902,13 @@ def _add_prioritized_job_call(
     name: str,
     data: str,
     opts: Mapping[str, object],
-    now: int,
+    now: int | None,
     dedup_id: str,
     priority: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addPrioritizedJob-6"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
@@ -911,16 +935,16 @@ def _add_prioritized_job_call(
 def add_prioritized_job(
     client: SyncClient,
     *,
-    job_id: str,
+    job_id: str = "",
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    now: int,
-    dedup_id: str,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    now: int | None = None,
+    dedup_id: str = "",
     priority: int,
     queue: str | None = None,
     keys: AddPrioritizedJobKeys | None = None,
-) -> tuple[str, int]:
+) -> Added:
     """Adds a job with a priority: to prioritized, where a lower number runs first and jobs of
     one
 
@@ -929,16 +953,18 @@ def add_prioritized_job(
     addFlow.
 
     Args:
-        job_id (id?): a custom id, or "" to generate one
+        job_id (id?, default ""): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (json(object)): the job's options (attempts, backoff, ...)
-        now (int(0..)): the caller's clock, in milliseconds
-        dedup_id (string): a deduplication id, or ""
+        opts (json(object), default {}): the job's options (attempts, backoff, ...)
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
+        dedup_id (string, default ""): a deduplication id, or ""
         priority (int(1..2097151)): 1 (runs first) to 2097151
 
     Returns:
-        tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
+        Added(job_id: string, added: int): the job's id, and 1 when it was added (0 when it
+        existed)
     """
     _keys, _args = _add_prioritized_job_call(
         queue,
@@ -952,22 +978,22 @@ def add_prioritized_job(
         priority,
     )
     _reply = _ADD_PRIORITIZED_JOB.run(client, _keys, _args)
-    return cast(tuple[str, int], _ADD_PRIORITIZED_JOB.result(_reply, job_id))
+    return cast(Added, _ADD_PRIORITIZED_JOB.result(_reply, job_id))
 
 
 async def add_prioritized_job_async(
     client: AsyncClient,
     *,
-    job_id: str,
+    job_id: str = "",
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    now: int,
-    dedup_id: str,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    now: int | None = None,
+    dedup_id: str = "",
     priority: int,
     queue: str | None = None,
     keys: AddPrioritizedJobKeys | None = None,
-) -> tuple[str, int]:
+) -> Added:
     """`add_prioritized_job` for redis.asyncio clients."""
     _keys, _args = _add_prioritized_job_call(
         queue,
@@ -981,22 +1007,22 @@ async def add_prioritized_job_async(
         priority,
     )
     _reply = await _ADD_PRIORITIZED_JOB.run_async(client, _keys, _args)
-    return cast(tuple[str, int], _ADD_PRIORITIZED_JOB.result(_reply, job_id))
+    return cast(Added, _ADD_PRIORITIZED_JOB.result(_reply, job_id))
 
 
 def add_prioritized_job_pipeline(
     pipe: PipelineClient,
     *,
-    job_id: str,
+    job_id: str = "",
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    now: int,
-    dedup_id: str,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    now: int | None = None,
+    dedup_id: str = "",
     priority: int,
     queue: str | None = None,
     keys: AddPrioritizedJobKeys | None = None,
-) -> Pending[tuple[str, int]]:
+) -> Pending[Added]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _add_prioritized_job_call(
         queue,
@@ -1035,8 +1061,8 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="cd5e238f245fd403b013549bdeeda08b4894b5f0",
-        returns="tuple[string, int]",
+        sha1="72a39553c7290692e53c0584be855d9cbc989b6e",
+        returns="Added(job_id: string, added: int)",
         codes=(),
         package="echomq_scripts.generated",
         templates=(
@@ -1047,6 +1073,7 @@ _ADD_STANDARD_JOB = Script(
             "emq:{q}:events",
             "emq:{q}:marker",
         ),
+        records=(Added,),
     ),
     BY_CODE,
 )
@@ -1067,10 +1094,12 @@ def _add_standard_job_call(
     name: str,
     data: str,
     opts: Mapping[str, object],
-    now: int,
+    now: int | None,
     dedup_id: str,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "addStandardJob-6"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
@@ -1096,15 +1125,15 @@ def _add_standard_job_call(
 def add_standard_job(
     client: SyncClient,
     *,
-    job_id: str,
+    job_id: str = "",
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    now: int,
-    dedup_id: str,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    now: int | None = None,
+    dedup_id: str = "",
     queue: str | None = None,
     keys: AddStandardJobKeys | None = None,
-) -> tuple[str, int]:
+) -> Added:
     """Adds a job that can run now: to wait, or to paused while the queue is paused; last in
     line,
 
@@ -1113,15 +1142,17 @@ def add_standard_job(
     addFlow.
 
     Args:
-        job_id (id?): a custom id, or "" to generate one
+        job_id (id?, default ""): a custom id, or "" to generate one
         name (string): the job's name
         data (string): the job's data, as JSON
-        opts (json(object)): the job's options (attempts, backoff, ...)
-        now (int(0..)): the caller's clock, in milliseconds
-        dedup_id (string): a deduplication id, or ""
+        opts (json(object), default {}): the job's options (attempts, backoff, ...)
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
+        dedup_id (string, default ""): a deduplication id, or ""
 
     Returns:
-        tuple[string, int]: the job's id, and 1 when it was added (0 when it existed)
+        Added(job_id: string, added: int): the job's id, and 1 when it was added (0 when it
+        existed)
     """
     _keys, _args = _add_standard_job_call(
         queue,
@@ -1134,21 +1165,21 @@ def add_standard_job(
         dedup_id,
     )
     _reply = _ADD_STANDARD_JOB.run(client, _keys, _args)
-    return cast(tuple[str, int], _ADD_STANDARD_JOB.result(_reply, job_id))
+    return cast(Added, _ADD_STANDARD_JOB.result(_reply, job_id))
 
 
 async def add_standard_job_async(
     client: AsyncClient,
     *,
-    job_id: str,
+    job_id: str = "",
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    now: int,
-    dedup_id: str,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    now: int | None = None,
+    dedup_id: str = "",
     queue: str | None = None,
     keys: AddStandardJobKeys | None = None,
-) -> tuple[str, int]:
+) -> Added:
     """`add_standard_job` for redis.asyncio clients."""
     _keys, _args = _add_standard_job_call(
         queue,
@@ -1161,21 +1192,21 @@ async def add_standard_job_async(
         dedup_id,
     )
     _reply = await _ADD_STANDARD_JOB.run_async(client, _keys, _args)
-    return cast(tuple[str, int], _ADD_STANDARD_JOB.result(_reply, job_id))
+    return cast(Added, _ADD_STANDARD_JOB.result(_reply, job_id))
 
 
 def add_standard_job_pipeline(
     pipe: PipelineClient,
     *,
-    job_id: str,
+    job_id: str = "",
     name: str,
     data: str,
-    opts: Mapping[str, object],
-    now: int,
-    dedup_id: str,
+    opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
+    now: int | None = None,
+    dedup_id: str = "",
     queue: str | None = None,
     keys: AddStandardJobKeys | None = None,
-) -> Pending[tuple[str, int]]:
+) -> Pending[Added]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _add_standard_job_call(
         queue,
@@ -1209,7 +1240,7 @@ _CHANGE_DELAY = Script(
         name="changeDelay",
         script_id="changeDelay-4",
         num_keys=4,
-        sha1="7eff1f62edee41e0db02698b2218d8d964c91a97",
+        sha1="d32452efded9fce8642d4b9e75baf605417a9f88",
         returns="int",
         codes=(-1, -3),
         package="echomq_scripts.generated",
@@ -1237,9 +1268,11 @@ def _change_delay_call(
     keys: ChangeDelayKeys | None,
     job_id: str,
     delay: int,
-    now: int,
+    now: int | None,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "changeDelay-4"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
         runtime.int_arg(_script, "delay", delay, low=0),
@@ -1264,7 +1297,7 @@ def change_delay(
     *,
     job_id: str,
     delay: int,
-    now: int,
+    now: int | None = None,
     queue: str | None = None,
     keys: ChangeDelayKeys | None = None,
 ) -> int:
@@ -1276,7 +1309,8 @@ def change_delay(
     Args:
         job_id (id): the job's id
         delay (int(0..)): milliseconds from now until the job is due
-        now (int(0..)): the caller's clock, in milliseconds
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
 
     Returns:
         int: 0 when the delay was changed
@@ -1301,7 +1335,7 @@ async def change_delay_async(
     *,
     job_id: str,
     delay: int,
-    now: int,
+    now: int | None = None,
     queue: str | None = None,
     keys: ChangeDelayKeys | None = None,
 ) -> int:
@@ -1322,7 +1356,7 @@ def change_delay_pipeline(
     *,
     job_id: str,
     delay: int,
-    now: int,
+    now: int | None = None,
     queue: str | None = None,
     keys: ChangeDelayKeys | None = None,
 ) -> Pending[int]:
@@ -1360,7 +1394,7 @@ _CHANGE_PRIORITY = Script(
         name="changePriority",
         script_id="changePriority-6",
         num_keys=6,
-        sha1="1b5ec5e932163c99aaae118472392059de556a9d",
+        sha1="20cc2944d24fedc8a25bc249a48986ae9acbe174",
         returns="int",
         codes=(-1,),
         package="echomq_scripts.generated",
@@ -1417,7 +1451,7 @@ def change_priority(
     *,
     job_id: str,
     priority: int,
-    lifo: bool,
+    lifo: bool = False,
     queue: str | None = None,
     keys: ChangePriorityKeys | None = None,
 ) -> int:
@@ -1432,7 +1466,7 @@ def change_priority(
     Args:
         job_id (id): the job's id
         priority (int(0..2097151)): the new priority: 1 runs first, 0 is none
-        lifo (bool): first of its priority (or next in wait) instead of last
+        lifo (bool, default false): first of its priority (or next in wait) instead of last
 
     Returns:
         int: 0 when the priority was changed
@@ -1456,7 +1490,7 @@ async def change_priority_async(
     *,
     job_id: str,
     priority: int,
-    lifo: bool,
+    lifo: bool = False,
     queue: str | None = None,
     keys: ChangePriorityKeys | None = None,
 ) -> int:
@@ -1477,7 +1511,7 @@ def change_priority_pipeline(
     *,
     job_id: str,
     priority: int,
-    lifo: bool,
+    lifo: bool = False,
     queue: str | None = None,
     keys: ChangePriorityKeys | None = None,
 ) -> Pending[int]:
@@ -1519,7 +1553,7 @@ _CLEAN_JOBS_IN_SET = Script(
         name="cleanJobsInSet",
         script_id="cleanJobsInSet-5",
         num_keys=5,
-        sha1="9501572e1373e74ba837940c5254a785f3f315cd",
+        sha1="cdf3de6ed746728cd15a2a8df5d655bc297b344b",
         returns="tuple[int, list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -1556,12 +1590,14 @@ def _clean_jobs_in_set_call(
     queue: str | None,
     keys: CleanJobsInSetKeys | None,
     state: CleanJobsInSetState,
-    now: int,
+    now: int | None,
     grace: int,
     limit: int,
     cursor: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "cleanJobsInSet-5"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.enum_arg(_script, "state", state, _CLEAN_JOBS_IN_SET_STATE),
         runtime.int_arg(_script, "now", now, low=0),
@@ -1592,10 +1628,10 @@ def clean_jobs_in_set(
     client: SyncClient,
     *,
     state: CleanJobsInSetState,
-    now: int,
+    now: int | None = None,
     grace: int,
     limit: int,
-    cursor: int,
+    cursor: int = 0,
     queue: str | None = None,
     keys: CleanJobsInSetKeys | None = None,
 ) -> tuple[int, list[str]]:
@@ -1611,10 +1647,11 @@ def clean_jobs_in_set(
     Args:
         state (enum(completed|failed|delayed|wait|paused|prioritized|active|waiting-
         children)): the state to clean
-        now (int(0..)): the caller's clock, ms
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, ms
         grace (int(0..)): how old a job must be to go, in ms before now
         limit (int(1..10000)): the most entries the call reads (so the most it removes)
-        cursor (int(0..)): 0 to start, then what the previous call answered
+        cursor (int(0..), default 0): 0 to start, then what the previous call answered
 
     Returns:
         tuple[int, list[string]]: the cursor for the next call (0: the walk is over), and
@@ -1637,10 +1674,10 @@ async def clean_jobs_in_set_async(
     client: AsyncClient,
     *,
     state: CleanJobsInSetState,
-    now: int,
+    now: int | None = None,
     grace: int,
     limit: int,
-    cursor: int,
+    cursor: int = 0,
     queue: str | None = None,
     keys: CleanJobsInSetKeys | None = None,
 ) -> tuple[int, list[str]]:
@@ -1662,10 +1699,10 @@ def clean_jobs_in_set_pipeline(
     pipe: PipelineClient,
     *,
     state: CleanJobsInSetState,
-    now: int,
+    now: int | None = None,
     grace: int,
     limit: int,
-    cursor: int,
+    cursor: int = 0,
     queue: str | None = None,
     keys: CleanJobsInSetKeys | None = None,
 ) -> Pending[tuple[int, list[str]]]:
@@ -1703,7 +1740,7 @@ _DRAIN = Script(
         name="drain",
         script_id="drain-5",
         num_keys=5,
-        sha1="078819f2fb9155c8eb27aab7422529b03aa4a095",
+        sha1="b8b3afa3b9b883e066b4b8500a8b4a4ac4a83edd",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -1755,7 +1792,7 @@ def _drain_call(
 def drain(
     client: SyncClient,
     *,
-    delayed: bool,
+    delayed: bool = False,
     count: int,
     queue: str | None = None,
     keys: DrainKeys | None = None,
@@ -1768,7 +1805,7 @@ def drain(
     and goes too.
 
     Args:
-        delayed (bool): empty the delayed set too
+        delayed (bool, default false): empty the delayed set too
         count (int(1..10000)): the most jobs the call removes
 
     Returns:
@@ -1788,7 +1825,7 @@ def drain(
 async def drain_async(
     client: AsyncClient,
     *,
-    delayed: bool,
+    delayed: bool = False,
     count: int,
     queue: str | None = None,
     keys: DrainKeys | None = None,
@@ -1807,7 +1844,7 @@ async def drain_async(
 def drain_pipeline(
     pipe: PipelineClient,
     *,
-    delayed: bool,
+    delayed: bool = False,
     count: int,
     queue: str | None = None,
     keys: DrainKeys | None = None,
@@ -2658,13 +2695,24 @@ class GetDependencyCountsKeys(NamedTuple):
     """Failed children (emq:{q}:<job_id>:unsuccessful)"""
 
 
+class DependencyCounts(NamedTuple):
+    """A reply of getDependencyCounts-4: DependencyCounts(processed: int, unprocessed: int,
+    ignored: int, failed: int).
+    """
+
+    processed: int
+    unprocessed: int
+    ignored: int
+    failed: int
+
+
 _GET_DEPENDENCY_COUNTS = Script(
     ScriptSpec(
         name="getDependencyCounts",
         script_id="getDependencyCounts-4",
         num_keys=4,
-        sha1="1eacef38f7b32f37a2bad3a0db0607836cac1d84",
-        returns="tuple[int, int, int, int]",
+        sha1="6052a2f5fb783d6d362a59e81c0ed2ef10926dc3",
+        returns="DependencyCounts(processed: int, unprocessed: int, ignored: int, failed: int)",
         codes=(-1,),
         package="echomq_scripts.generated",
         templates=(
@@ -2674,6 +2722,7 @@ _GET_DEPENDENCY_COUNTS = Script(
             "emq:{q}:<job_id>:unsuccessful",
         ),
         text_args=(),
+        records=(DependencyCounts,),
     ),
     BY_CODE,
 )
@@ -2729,7 +2778,7 @@ def get_dependency_counts(
     job_id: str,
     queue: str | None = None,
     keys: GetDependencyCountsKeys | None = None,
-) -> tuple[int, int, int, int]:
+) -> DependencyCounts:
     """Counts a parent's children by what became of them: completed (processed), pending
 
     (unprocessed), failed under ignoreDependencyOnFailure or continueParentOnFailure
@@ -2739,7 +2788,8 @@ def get_dependency_counts(
         job_id (id): the parent's id
 
     Returns:
-        tuple[int, int, int, int]: processed, unprocessed, ignored and failed
+        DependencyCounts(processed: int, unprocessed: int, ignored: int, failed: int): the
+        sizes of the parent's records
 
     Raises:
         JobNotExist: the script returned -1.
@@ -2750,7 +2800,7 @@ def get_dependency_counts(
         job_id,
     )
     _reply = _GET_DEPENDENCY_COUNTS.run(client, _keys, _args)
-    return cast(tuple[int, int, int, int], _GET_DEPENDENCY_COUNTS.result(_reply, job_id))
+    return cast(DependencyCounts, _GET_DEPENDENCY_COUNTS.result(_reply, job_id))
 
 
 async def get_dependency_counts_async(
@@ -2759,7 +2809,7 @@ async def get_dependency_counts_async(
     job_id: str,
     queue: str | None = None,
     keys: GetDependencyCountsKeys | None = None,
-) -> tuple[int, int, int, int]:
+) -> DependencyCounts:
     """`get_dependency_counts` for redis.asyncio clients."""
     _keys, _args = _get_dependency_counts_call(
         queue,
@@ -2767,7 +2817,7 @@ async def get_dependency_counts_async(
         job_id,
     )
     _reply = await _GET_DEPENDENCY_COUNTS.run_async(client, _keys, _args)
-    return cast(tuple[int, int, int, int], _GET_DEPENDENCY_COUNTS.result(_reply, job_id))
+    return cast(DependencyCounts, _GET_DEPENDENCY_COUNTS.result(_reply, job_id))
 
 
 def get_dependency_counts_pipeline(
@@ -2776,7 +2826,7 @@ def get_dependency_counts_pipeline(
     job_id: str,
     queue: str | None = None,
     keys: GetDependencyCountsKeys | None = None,
-) -> Pending[tuple[int, int, int, int]]:
+) -> Pending[DependencyCounts]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _get_dependency_counts_call(
         queue,
@@ -3569,7 +3619,7 @@ _GET_JOBS = Script(
         name="getJobs",
         script_id="getJobs-8",
         num_keys=8,
-        sha1="92f3deb49d821443d7811044ab23d5f505d66757",
+        sha1="febb91c54ae3e6189f74aed6ddfa6bd368030ac1",
         returns="list[list[tuple[string, hash]]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -3629,9 +3679,9 @@ def _get_jobs_call(
 def get_jobs(
     client: SyncClient,
     *,
-    start: int,
-    end: int,
-    asc: bool,
+    start: int = 0,
+    end: int = -1,
+    asc: bool = False,
     state: Sequence[GetJobsState] = (),
     queue: str | None = None,
     keys: GetJobsKeys | None = None,
@@ -3642,9 +3692,10 @@ def get_jobs(
     left out.
 
     Args:
-        start (int(0..)): the first place, from 0
-        end (int(-1..)): the last place, -1 for the last of all
-        asc (bool): in order (the next job to run, the lowest score, first), else reversed
+        start (int(0..), default 0): the first place, from 0
+        end (int(-1..), default -1): the last place, -1 for the last of all
+        asc (bool, default false): in order (the next job to run, the lowest score, first),
+        else reversed
         state (enum(wait|paused|active|delayed|prioritized|completed|failed|waiting-
         children)): the states, each once or more
 
@@ -3667,9 +3718,9 @@ def get_jobs(
 async def get_jobs_async(
     client: AsyncClient,
     *,
-    start: int,
-    end: int,
-    asc: bool,
+    start: int = 0,
+    end: int = -1,
+    asc: bool = False,
     state: Sequence[GetJobsState] = (),
     queue: str | None = None,
     keys: GetJobsKeys | None = None,
@@ -3690,9 +3741,9 @@ async def get_jobs_async(
 def get_jobs_pipeline(
     pipe: PipelineClient,
     *,
-    start: int,
-    end: int,
-    asc: bool,
+    start: int = 0,
+    end: int = -1,
+    asc: bool = False,
     state: Sequence[GetJobsState] = (),
     queue: str | None = None,
     keys: GetJobsKeys | None = None,
@@ -3900,7 +3951,7 @@ _GET_RANGES = Script(
         name="getRanges",
         script_id="getRanges-8",
         num_keys=8,
-        sha1="340a8884732786727f18d86ada79fecb7d1ac420",
+        sha1="80bdbae4a7b3c47735154e00d30835da043cd9e9",
         returns="list[list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -3960,9 +4011,9 @@ def _get_ranges_call(
 def get_ranges(
     client: SyncClient,
     *,
-    start: int,
-    end: int,
-    asc: bool,
+    start: int = 0,
+    end: int = -1,
+    asc: bool = False,
     state: Sequence[GetRangesState] = (),
     queue: str | None = None,
     keys: GetRangesKeys | None = None,
@@ -3972,9 +4023,10 @@ def get_ranges(
     Lists in the order pickup takes their jobs (from the tail), sorted sets by score.
 
     Args:
-        start (int(0..)): the first place, from 0
-        end (int(-1..)): the last place, -1 for the last of all
-        asc (bool): in order (the next job to run, the lowest score, first), else reversed
+        start (int(0..), default 0): the first place, from 0
+        end (int(-1..), default -1): the last place, -1 for the last of all
+        asc (bool, default false): in order (the next job to run, the lowest score, first),
+        else reversed
         state (enum(wait|paused|active|delayed|prioritized|completed|failed|waiting-
         children)): the states, each once or more
 
@@ -3996,9 +4048,9 @@ def get_ranges(
 async def get_ranges_async(
     client: AsyncClient,
     *,
-    start: int,
-    end: int,
-    asc: bool,
+    start: int = 0,
+    end: int = -1,
+    asc: bool = False,
     state: Sequence[GetRangesState] = (),
     queue: str | None = None,
     keys: GetRangesKeys | None = None,
@@ -4019,9 +4071,9 @@ async def get_ranges_async(
 def get_ranges_pipeline(
     pipe: PipelineClient,
     *,
-    start: int,
-    end: int,
-    asc: bool,
+    start: int = 0,
+    end: int = -1,
+    asc: bool = False,
     state: Sequence[GetRangesState] = (),
     queue: str | None = None,
     keys: GetRangesKeys | None = None,
@@ -4053,7 +4105,7 @@ _GET_RATE_LIMIT_TTL = Script(
         name="getRateLimitTtl",
         script_id="getRateLimitTtl-2",
         num_keys=2,
-        sha1="28cd596e1987cb126a77d1d1e1a36d9ee598aa20",
+        sha1="35be7ab9557c7078094fc3299c46079ad37abc0f",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -4100,7 +4152,7 @@ def _get_rate_limit_ttl_call(
 def get_rate_limit_ttl(
     client: SyncClient,
     *,
-    max_jobs: int,
+    max_jobs: int = 0,
     queue: str | None = None,
     keys: GetRateLimitTtlKeys | None = None,
 ) -> int:
@@ -4111,7 +4163,7 @@ def get_rate_limit_ttl(
     (the one rateLimit-1 sets) is answered.
 
     Args:
-        max_jobs (int(0..)): the limit to test (0: the queue's stored one)
+        max_jobs (int(0..), default 0): the limit to test (0: the queue's stored one)
 
     Returns:
         int: the milliseconds until a pickup may take a job, or 0 when it may now
@@ -4128,7 +4180,7 @@ def get_rate_limit_ttl(
 async def get_rate_limit_ttl_async(
     client: AsyncClient,
     *,
-    max_jobs: int,
+    max_jobs: int = 0,
     queue: str | None = None,
     keys: GetRateLimitTtlKeys | None = None,
 ) -> int:
@@ -4145,7 +4197,7 @@ async def get_rate_limit_ttl_async(
 def get_rate_limit_ttl_pipeline(
     pipe: PipelineClient,
     *,
-    max_jobs: int,
+    max_jobs: int = 0,
     queue: str | None = None,
     keys: GetRateLimitTtlKeys | None = None,
 ) -> Pending[int]:
@@ -4175,7 +4227,7 @@ _IS_FINISHED = Script(
         name="isFinished",
         script_id="isFinished-3",
         num_keys=3,
-        sha1="e195654cfbaa63137e61ad071d4ea628105cee16",
+        sha1="5e69e6c2eff5fa45c7c24719ae6f60c51ffde8f4",
         returns="int | tuple[int, string]",
         codes=(-1,),
         package="echomq_scripts.generated",
@@ -4240,7 +4292,7 @@ def is_finished(
     client: SyncClient,
     *,
     job_id: str,
-    return_value: bool,
+    return_value: bool = False,
     queue: str | None = None,
     keys: IsFinishedKeys | None = None,
 ) -> int | tuple[int, str]:
@@ -4251,7 +4303,8 @@ def is_finished(
 
     Args:
         job_id (id): the job's id
-        return_value (bool): answer [finished, value] instead of finished alone
+        return_value (bool, default false): answer [finished, value] instead of finished
+        alone
 
     Returns:
         int | tuple[int, string]: 0, 1 or 2; with return_value, that and the return value
@@ -4274,7 +4327,7 @@ async def is_finished_async(
     client: AsyncClient,
     *,
     job_id: str,
-    return_value: bool,
+    return_value: bool = False,
     queue: str | None = None,
     keys: IsFinishedKeys | None = None,
 ) -> int | tuple[int, str]:
@@ -4293,7 +4346,7 @@ def is_finished_pipeline(
     pipe: PipelineClient,
     *,
     job_id: str,
-    return_value: bool,
+    return_value: bool = False,
     queue: str | None = None,
     keys: IsFinishedKeys | None = None,
 ) -> Pending[int | tuple[int, str]]:
@@ -4930,13 +4983,22 @@ class MoveStalledJobsToWaitKeys(NamedTuple):
     """The marker idle workers block on (emq:{q}:marker)"""
 
 
+class StalledCheck(NamedTuple):
+    """A reply of moveStalledJobsToWait-8: StalledCheck(moved: list[string], failed:
+    list[string]).
+    """
+
+    moved: list[str]
+    failed: list[str]
+
+
 _MOVE_STALLED_JOBS_TO_WAIT = Script(
     ScriptSpec(
         name="moveStalledJobsToWait",
         script_id="moveStalledJobsToWait-8",
         num_keys=8,
-        sha1="96a18a2bc74033a148d3339cef1b3ce5f88de1e1",
-        returns="tuple[list[string], list[string]]",
+        sha1="d149e8036cd077f1bc54f1649c4e909dc2ed58a0",
+        returns="StalledCheck(moved: list[string], failed: list[string])",
         codes=(),
         package="echomq_scripts.generated",
         templates=(
@@ -4949,6 +5011,7 @@ _MOVE_STALLED_JOBS_TO_WAIT = Script(
             "emq:{q}:events",
             "emq:{q}:marker",
         ),
+        records=(StalledCheck,),
     ),
     BY_CODE,
 )
@@ -4966,9 +5029,11 @@ def _move_stalled_jobs_to_wait_call(
     queue: str | None,
     keys: MoveStalledJobsToWaitKeys | None,
     max_stalled: int,
-    now: int,
+    now: int | None,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveStalledJobsToWait-8"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.int_arg(_script, "max_stalled", max_stalled, low=0),
         runtime.int_arg(_script, "now", now, low=0),
@@ -4991,10 +5056,10 @@ def move_stalled_jobs_to_wait(
     client: SyncClient,
     *,
     max_stalled: int,
-    now: int,
+    now: int | None = None,
     queue: str | None = None,
     keys: MoveStalledJobsToWaitKeys | None = None,
-) -> tuple[list[str], list[str]]:
+) -> StalledCheck:
     """Recovers stalled jobs: active jobs whose worker stopped renewing the lock.
 
     A job is stalled when it was active at the previous run of this script (which marks
@@ -5007,10 +5072,12 @@ def move_stalled_jobs_to_wait(
 
     Args:
         max_stalled (int(0..)): how often a job may stall before it fails
-        now (int(0..)): the caller's clock, in milliseconds
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
 
     Returns:
-        tuple[list[string], list[string]]: the ids moved back to wait, and the ids failed
+        StalledCheck(moved: list[string], failed: list[string]): the ids moved back to wait,
+        and the ids failed
     """
     _keys, _args = _move_stalled_jobs_to_wait_call(
         queue,
@@ -5019,17 +5086,17 @@ def move_stalled_jobs_to_wait(
         now,
     )
     _reply = _MOVE_STALLED_JOBS_TO_WAIT.run(client, _keys, _args)
-    return cast(tuple[list[str], list[str]], _MOVE_STALLED_JOBS_TO_WAIT.result(_reply))
+    return cast(StalledCheck, _MOVE_STALLED_JOBS_TO_WAIT.result(_reply))
 
 
 async def move_stalled_jobs_to_wait_async(
     client: AsyncClient,
     *,
     max_stalled: int,
-    now: int,
+    now: int | None = None,
     queue: str | None = None,
     keys: MoveStalledJobsToWaitKeys | None = None,
-) -> tuple[list[str], list[str]]:
+) -> StalledCheck:
     """`move_stalled_jobs_to_wait` for redis.asyncio clients."""
     _keys, _args = _move_stalled_jobs_to_wait_call(
         queue,
@@ -5038,17 +5105,17 @@ async def move_stalled_jobs_to_wait_async(
         now,
     )
     _reply = await _MOVE_STALLED_JOBS_TO_WAIT.run_async(client, _keys, _args)
-    return cast(tuple[list[str], list[str]], _MOVE_STALLED_JOBS_TO_WAIT.result(_reply))
+    return cast(StalledCheck, _MOVE_STALLED_JOBS_TO_WAIT.result(_reply))
 
 
 def move_stalled_jobs_to_wait_pipeline(
     pipe: PipelineClient,
     *,
     max_stalled: int,
-    now: int,
+    now: int | None = None,
     queue: str | None = None,
     keys: MoveStalledJobsToWaitKeys | None = None,
-) -> Pending[tuple[list[str], list[str]]]:
+) -> Pending[StalledCheck]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _move_stalled_jobs_to_wait_call(
         queue,
@@ -5089,13 +5156,24 @@ class MoveToActiveKeys(NamedTuple):
     """The marker idle workers block on (emq:{q}:marker)"""
 
 
+class Pickup(NamedTuple):
+    """A reply of moveToActive-11: Pickup(job_id: string, fields: hash, limit_delay: int,
+    token: string).
+    """
+
+    job_id: str
+    fields: dict[str, str]
+    limit_delay: int
+    token: str
+
+
 _MOVE_TO_ACTIVE = Script(
     ScriptSpec(
         name="moveToActive",
         script_id="moveToActive-11",
         num_keys=11,
-        sha1="584b8b1bfeafd3c553d948e7800b058aa593f60d",
-        returns="tuple[string, hash, int]",
+        sha1="c26366b9bd7550d6eff32e3f8e245c5028331c31",
+        returns="Pickup(job_id: string, fields: hash, limit_delay: int, token: string)",
         codes=(),
         package="echomq_scripts.generated",
         templates=(
@@ -5111,6 +5189,7 @@ _MOVE_TO_ACTIVE = Script(
             "emq:{q}:pc",
             "emq:{q}:marker",
         ),
+        records=(Pickup,),
     ),
     BY_CODE,
 )
@@ -5127,14 +5206,18 @@ def move_to_active_keys(
 def _move_to_active_call(
     queue: str | None,
     keys: MoveToActiveKeys | None,
-    token: str,
+    token: str | None,
     lock_duration: int,
-    now: int,
+    now: int | None,
     limit_max: int,
     limit_duration: int,
     concurrency: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToActive-11"
+    if token is None:
+        token = runtime.new_token()
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.string_arg(_script, "token", token, "non-empty"),
         runtime.int_arg(_script, "lock_duration", lock_duration, low=1),
@@ -5160,15 +5243,15 @@ def _move_to_active_call(
 def move_to_active(
     client: SyncClient,
     *,
-    token: str,
-    lock_duration: int,
-    now: int,
-    limit_max: int,
-    limit_duration: int,
-    concurrency: int,
+    token: str | None = None,
+    lock_duration: int = 30000,
+    now: int | None = None,
+    limit_max: int = 0,
+    limit_duration: int = 0,
+    concurrency: int = 0,
     queue: str | None = None,
     keys: MoveToActiveKeys | None = None,
-) -> tuple[str, dict[str, str], int]:
+) -> Pickup:
     """Picks the next job up and locks it: the pickup step of a worker.
 
     Promotes due delayed jobs first; then, unless the queue is paused, the rate limiter is
@@ -5179,20 +5262,24 @@ def move_to_active(
     takes no other.
 
     Args:
-        token (string(non-empty)): the worker's lock token, new for every pickup
-        lock_duration (int(1..)): how long the lock lives without a heartbeat, in
-        milliseconds
-        now (int(0..)): the caller's clock, in milliseconds
-        limit_max (int(0..)): at most this many jobs per limit_duration (0: no limit); a
-        rate limit the queue stores replaces it and limit_duration
-        limit_duration (int(0..)): the rate limiter's window, in milliseconds
-        concurrency (int(0..)): at most this many jobs active in the queue (0: no cap); a
-        cap the queue stores holds too
+        token (string(non-empty), default @token: a new random lock token): the worker's
+        lock token, new for every pickup
+        lock_duration (int(1..), default 30000): how long the lock lives without a
+        heartbeat, in milliseconds
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
+        limit_max (int(0..), default 0): at most this many jobs per limit_duration (0: no
+        limit); a rate limit the queue stores replaces it and limit_duration
+        limit_duration (int(0..), default 0): the rate limiter's window, in milliseconds
+        concurrency (int(0..), default 0): at most this many jobs active in the queue (0: no
+        cap); a cap the queue stores holds too
 
     Returns:
-        tuple[string, hash, int]: the job's id and fields, or "" and {} and the milliseconds
-        until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at
-        the concurrency cap)
+        Pickup(job_id: string, fields: hash, limit_delay: int, token: string): the job's id
+        and fields, or "" and {} and the milliseconds until the rate limiter allows a job
+        (0: nothing to pick up now: empty, paused, or at the concurrency cap); and the
+        token, which the job's heartbeats and its finish take (a runtime that drew it learns
+        it here)
     """
     _keys, _args = _move_to_active_call(
         queue,
@@ -5205,21 +5292,21 @@ def move_to_active(
         concurrency,
     )
     _reply = _MOVE_TO_ACTIVE.run(client, _keys, _args)
-    return cast(tuple[str, dict[str, str], int], _MOVE_TO_ACTIVE.result(_reply))
+    return cast(Pickup, _MOVE_TO_ACTIVE.result(_reply))
 
 
 async def move_to_active_async(
     client: AsyncClient,
     *,
-    token: str,
-    lock_duration: int,
-    now: int,
-    limit_max: int,
-    limit_duration: int,
-    concurrency: int,
+    token: str | None = None,
+    lock_duration: int = 30000,
+    now: int | None = None,
+    limit_max: int = 0,
+    limit_duration: int = 0,
+    concurrency: int = 0,
     queue: str | None = None,
     keys: MoveToActiveKeys | None = None,
-) -> tuple[str, dict[str, str], int]:
+) -> Pickup:
     """`move_to_active` for redis.asyncio clients."""
     _keys, _args = _move_to_active_call(
         queue,
@@ -5232,21 +5319,21 @@ async def move_to_active_async(
         concurrency,
     )
     _reply = await _MOVE_TO_ACTIVE.run_async(client, _keys, _args)
-    return cast(tuple[str, dict[str, str], int], _MOVE_TO_ACTIVE.result(_reply))
+    return cast(Pickup, _MOVE_TO_ACTIVE.result(_reply))
 
 
 def move_to_active_pipeline(
     pipe: PipelineClient,
     *,
-    token: str,
-    lock_duration: int,
-    now: int,
-    limit_max: int,
-    limit_duration: int,
-    concurrency: int,
+    token: str | None = None,
+    lock_duration: int = 30000,
+    now: int | None = None,
+    limit_max: int = 0,
+    limit_duration: int = 0,
+    concurrency: int = 0,
     queue: str | None = None,
     keys: MoveToActiveKeys | None = None,
-) -> Pending[tuple[str, dict[str, str], int]]:
+) -> Pending[Pickup]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _move_to_active_call(
         queue,
@@ -5288,7 +5375,7 @@ _MOVE_TO_DELAYED = Script(
         name="moveToDelayed",
         script_id="moveToDelayed-8",
         num_keys=8,
-        sha1="c410160b164bb88aebfc363c5178647a7a8ea230",
+        sha1="87af6ce834daae6d4e4a535a90fcf3d3b774981f",
         returns="int",
         codes=(-1, -2, -3, -6),
         package="echomq_scripts.generated",
@@ -5329,11 +5416,13 @@ def _move_to_delayed_call(
     keys: MoveToDelayedKeys | None,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None,
     base: int,
     jitter: float,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToDelayed-8"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
         runtime.string_arg(_script, "token", token, "non-empty"),
@@ -5365,9 +5454,9 @@ def move_to_delayed(
     *,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None = None,
     base: int,
-    jitter: float,
+    jitter: float = 0,
     queue: str | None = None,
     keys: MoveToDelayedKeys | None = None,
 ) -> int:
@@ -5380,9 +5469,10 @@ def move_to_delayed(
     Args:
         job_id (id): the job's id
         token (string(non-empty)): the worker's lock token
-        now (int(0..)): the caller's clock, in milliseconds
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
         base (int(0..)): the first retry's delay, in milliseconds
-        jitter (number(0..<1)): a fraction of the delay to add (0: none)
+        jitter (number(0..<1), default 0): a fraction of the delay to add (0: none)
 
     Returns:
         int: the delay, in milliseconds
@@ -5411,9 +5501,9 @@ async def move_to_delayed_async(
     *,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None = None,
     base: int,
-    jitter: float,
+    jitter: float = 0,
     queue: str | None = None,
     keys: MoveToDelayedKeys | None = None,
 ) -> int:
@@ -5436,9 +5526,9 @@ def move_to_delayed_pipeline(
     *,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None = None,
     base: int,
-    jitter: float,
+    jitter: float = 0,
     queue: str | None = None,
     keys: MoveToDelayedKeys | None = None,
 ) -> Pending[int]:
@@ -5489,6 +5579,17 @@ class MoveToFinishedKeys(NamedTuple):
     """The waiting-children set (emq:{q}:waiting-children)"""
 
 
+class Finished(NamedTuple):
+    """A reply of moveToFinished-14: Finished(moved_to: string, job_id: string, fields: hash,
+    limit_delay: int).
+    """
+
+    moved_to: str
+    job_id: str
+    fields: dict[str, str]
+    limit_delay: int
+
+
 MoveToFinishedOutcome = Literal["completed", "failed"]
 """The values of `outcome`."""
 _MOVE_TO_FINISHED_OUTCOME: tuple[str, ...] = get_args(MoveToFinishedOutcome)
@@ -5498,8 +5599,8 @@ _MOVE_TO_FINISHED = Script(
         name="moveToFinished",
         script_id="moveToFinished-14",
         num_keys=14,
-        sha1="63970cabb6443977c5a2f93c62e266a53b11b8d1",
-        returns="tuple[string, string, hash, int]",
+        sha1="6fc0415ba8c899b51f11c6fa45fed0c07c565ab6",
+        returns="Finished(moved_to: string, job_id: string, fields: hash, limit_delay: int)",
         codes=(-1, -2, -3, -4, -6, -9),
         package="echomq_scripts.generated",
         templates=(
@@ -5519,6 +5620,7 @@ _MOVE_TO_FINISHED = Script(
             "emq:{q}:waiting-children",
         ),
         text_args=(),
+        records=(Finished,),
     ),
     BY_CODE,
 )
@@ -5545,7 +5647,7 @@ def _move_to_finished_call(
     keys: MoveToFinishedKeys | None,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None,
     outcome: MoveToFinishedOutcome,
     result: str,
     stacktrace: str,
@@ -5559,6 +5661,8 @@ def _move_to_finished_call(
     backoff_delay: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToFinished-14"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
         runtime.string_arg(_script, "token", token, "non-empty"),
@@ -5599,21 +5703,21 @@ def move_to_finished(
     *,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None = None,
     outcome: MoveToFinishedOutcome,
     result: str,
-    stacktrace: str,
-    jitter: float,
-    fetch_next: bool,
-    lock_duration: int,
-    limit_max: int,
-    limit_duration: int,
-    concurrency: int,
-    max_metrics: int,
-    backoff_delay: int,
+    stacktrace: str = "",
+    jitter: float = 0,
+    fetch_next: bool = False,
+    lock_duration: int = 30000,
+    limit_max: int = 0,
+    limit_duration: int = 0,
+    concurrency: int = 0,
+    max_metrics: int = 0,
+    backoff_delay: int = 0,
     queue: str | None = None,
     keys: MoveToFinishedKeys | None = None,
-) -> tuple[str, str, dict[str, str], int]:
+) -> Finished:
     """Completes or fails an active job, and optionally picks the next one up in the same call.
 
     Verifies the lock token first, then that the job exists, has no pending and no failed
@@ -5631,25 +5735,27 @@ def move_to_finished(
     Args:
         job_id (id): the job's id
         token (string(non-empty)): the worker's lock token
-        now (int(0..)): the caller's clock, in milliseconds
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
         outcome (enum(completed|failed)): how the job ended
         result (string): the return value (JSON) or the failure reason
-        stacktrace (string): the failure's stack trace, or ""
-        jitter (number(0..<1)): the random draw for a backoff with a jitter
-        fetch_next (bool): pick the next job up for the same token
-        lock_duration (int(1..)): the next job's lock time to live, in milliseconds
-        limit_max (int(0..)): as moveToActive-11's
-        limit_duration (int(0..)): as moveToActive-11's
-        concurrency (int(0..)): as moveToActive-11's
-        max_metrics (int(0..)): keep this many per-minute points of the metrics series (0:
-        only the count)
-        backoff_delay (int(0..)): the retry delay the caller computed, for a backoff of a
-        type other than fixed and exponential
+        stacktrace (string, default ""): the failure's stack trace, or ""
+        jitter (number(0..<1), default 0): the random draw for a backoff with a jitter
+        fetch_next (bool, default false): pick the next job up for the same token
+        lock_duration (int(1..), default 30000): the next job's lock time to live, in
+        milliseconds
+        limit_max (int(0..), default 0): as moveToActive-11's
+        limit_duration (int(0..), default 0): as moveToActive-11's
+        concurrency (int(0..), default 0): as moveToActive-11's
+        max_metrics (int(0..), default 0): keep this many per-minute points of the metrics
+        series (0: only the count)
+        backoff_delay (int(0..), default 0): the retry delay the caller computed, for a
+        backoff of a type other than fixed and exponential
 
     Returns:
-        tuple[string, string, hash, int]: where the job went ("completed", "failed",
-        "delayed" or, retried without a delay, "waiting"), then the next job as moveToActive
-        answers it
+        Finished(moved_to: string, job_id: string, fields: hash, limit_delay: int): where
+        the job went ("completed", "failed", "delayed" or, retried without a delay,
+        "waiting"), then the next job as moveToActive answers it, for the same token
 
     Raises:
         JobNotExist: the script returned -1.
@@ -5678,7 +5784,7 @@ def move_to_finished(
         backoff_delay,
     )
     _reply = _MOVE_TO_FINISHED.run(client, _keys, _args)
-    return cast(tuple[str, str, dict[str, str], int], _MOVE_TO_FINISHED.result(_reply, job_id))
+    return cast(Finished, _MOVE_TO_FINISHED.result(_reply, job_id))
 
 
 async def move_to_finished_async(
@@ -5686,21 +5792,21 @@ async def move_to_finished_async(
     *,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None = None,
     outcome: MoveToFinishedOutcome,
     result: str,
-    stacktrace: str,
-    jitter: float,
-    fetch_next: bool,
-    lock_duration: int,
-    limit_max: int,
-    limit_duration: int,
-    concurrency: int,
-    max_metrics: int,
-    backoff_delay: int,
+    stacktrace: str = "",
+    jitter: float = 0,
+    fetch_next: bool = False,
+    lock_duration: int = 30000,
+    limit_max: int = 0,
+    limit_duration: int = 0,
+    concurrency: int = 0,
+    max_metrics: int = 0,
+    backoff_delay: int = 0,
     queue: str | None = None,
     keys: MoveToFinishedKeys | None = None,
-) -> tuple[str, str, dict[str, str], int]:
+) -> Finished:
     """`move_to_finished` for redis.asyncio clients."""
     _keys, _args = _move_to_finished_call(
         queue,
@@ -5721,7 +5827,7 @@ async def move_to_finished_async(
         backoff_delay,
     )
     _reply = await _MOVE_TO_FINISHED.run_async(client, _keys, _args)
-    return cast(tuple[str, str, dict[str, str], int], _MOVE_TO_FINISHED.result(_reply, job_id))
+    return cast(Finished, _MOVE_TO_FINISHED.result(_reply, job_id))
 
 
 def move_to_finished_pipeline(
@@ -5729,21 +5835,21 @@ def move_to_finished_pipeline(
     *,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None = None,
     outcome: MoveToFinishedOutcome,
     result: str,
-    stacktrace: str,
-    jitter: float,
-    fetch_next: bool,
-    lock_duration: int,
-    limit_max: int,
-    limit_duration: int,
-    concurrency: int,
-    max_metrics: int,
-    backoff_delay: int,
+    stacktrace: str = "",
+    jitter: float = 0,
+    fetch_next: bool = False,
+    lock_duration: int = 30000,
+    limit_max: int = 0,
+    limit_duration: int = 0,
+    concurrency: int = 0,
+    max_metrics: int = 0,
+    backoff_delay: int = 0,
     queue: str | None = None,
     keys: MoveToFinishedKeys | None = None,
-) -> Pending[tuple[str, str, dict[str, str], int]]:
+) -> Pending[Finished]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _move_to_finished_call(
         queue,
@@ -5791,7 +5897,7 @@ _MOVE_TO_WAITING_CHILDREN = Script(
         name="moveToWaitingChildren",
         script_id="moveToWaitingChildren-7",
         num_keys=7,
-        sha1="1b7543bab5ea2f1fcf6d9f4c9349aeea35ecf48d",
+        sha1="0f2a249006f13ba74d4a49bb9c8b46a3e2fdc0ed",
         returns="int",
         codes=(-1, -2, -3, -6, -9),
         package="echomq_scripts.generated",
@@ -5831,10 +5937,12 @@ def _move_to_waiting_children_call(
     keys: MoveToWaitingChildrenKeys | None,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None,
     child_id: str,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "moveToWaitingChildren-7"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
         runtime.string_arg(_script, "token", token, "non-empty"),
@@ -5865,8 +5973,8 @@ def move_to_waiting_children(
     *,
     job_id: str,
     token: str,
-    now: int,
-    child_id: str,
+    now: int | None = None,
+    child_id: str = "",
     queue: str | None = None,
     keys: MoveToWaitingChildrenKeys | None = None,
 ) -> int:
@@ -5882,8 +5990,9 @@ def move_to_waiting_children(
     Args:
         job_id (id): the job's id
         token (string(non-empty)): the worker's lock token
-        now (int(0..)): the caller's clock, in milliseconds
-        child_id (id?): one child to wait for, or "" for any pending child
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
+        child_id (id?, default ""): one child to wait for, or "" for any pending child
 
     Returns:
         int: 1 when the job moved to waiting-children, 0 when nothing is pending (it stays
@@ -5913,8 +6022,8 @@ async def move_to_waiting_children_async(
     *,
     job_id: str,
     token: str,
-    now: int,
-    child_id: str,
+    now: int | None = None,
+    child_id: str = "",
     queue: str | None = None,
     keys: MoveToWaitingChildrenKeys | None = None,
 ) -> int:
@@ -5936,8 +6045,8 @@ def move_to_waiting_children_pipeline(
     *,
     job_id: str,
     token: str,
-    now: int,
-    child_id: str,
+    now: int | None = None,
+    child_id: str = "",
     queue: str | None = None,
     keys: MoveToWaitingChildrenKeys | None = None,
 ) -> Pending[int]:
@@ -6004,7 +6113,7 @@ _OBLITERATE = Script(
         name="obliterate",
         script_id="obliterate-20",
         num_keys=20,
-        sha1="fbab1a3e25e18612fcaaca66c443dc060a235863",
+        sha1="d3fe3a20d157a8c68f970de9db9de0bf92646c82",
         returns="int",
         codes=(),
         package="echomq_scripts.generated",
@@ -6072,7 +6181,7 @@ def obliterate(
     client: SyncClient,
     *,
     count: int,
-    force: bool,
+    force: bool = False,
     queue: str | None = None,
     keys: ObliterateKeys | None = None,
 ) -> int:
@@ -6084,7 +6193,7 @@ def obliterate(
 
     Args:
         count (int(1..10000)): the most jobs and schedulers the call removes
-        force (bool): remove active jobs too, held or not
+        force (bool, default false): remove active jobs too, held or not
 
     Returns:
         int: 0 when the queue is gone, 1 when more is left (call again), 2 when refused
@@ -6105,7 +6214,7 @@ async def obliterate_async(
     client: AsyncClient,
     *,
     count: int,
-    force: bool,
+    force: bool = False,
     queue: str | None = None,
     keys: ObliterateKeys | None = None,
 ) -> int:
@@ -6124,7 +6233,7 @@ def obliterate_pipeline(
     pipe: PipelineClient,
     *,
     count: int,
-    force: bool,
+    force: bool = False,
     queue: str | None = None,
     keys: ObliterateKeys | None = None,
 ) -> Pending[int]:
@@ -6155,7 +6264,7 @@ _PAGINATE = Script(
         name="paginate",
         script_id="paginate-1",
         num_keys=1,
-        sha1="571ee8bac5406bcd3960de87e97de44582506b6b",
+        sha1="a9460ff14c15185223fc020bd8f42b8f1721bf01",
         returns="tuple[string, int, list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -6224,7 +6333,7 @@ def paginate(
     *,
     job_id: str,
     part: PaginatePart,
-    cursor: str,
+    cursor: str = "0",
     count: int,
     queue: str | None = None,
     keys: PaginateKeys | None = None,
@@ -6239,8 +6348,8 @@ def paginate(
     Args:
         job_id (id): the parent's id
         part (enum(dependencies|processed|failed|unsuccessful)): which record
-        cursor (string(non-empty)): the scan's cursor: "0" to start, then what the last call
-        answered
+        cursor (string(non-empty), default "0"): the scan's cursor: "0" to start, then what
+        the last call answered
         count (int(1..10000)): the scan's COUNT: about how many entries a call reads
 
     Returns:
@@ -6266,7 +6375,7 @@ async def paginate_async(
     *,
     job_id: str,
     part: PaginatePart,
-    cursor: str,
+    cursor: str = "0",
     count: int,
     queue: str | None = None,
     keys: PaginateKeys | None = None,
@@ -6289,7 +6398,7 @@ def paginate_pipeline(
     *,
     job_id: str,
     part: PaginatePart,
-    cursor: str,
+    cursor: str = "0",
     count: int,
     queue: str | None = None,
     keys: PaginateKeys | None = None,
@@ -7150,7 +7259,7 @@ _REMOVE_JOB = Script(
         name="removeJob",
         script_id="removeJob-13",
         num_keys=13,
-        sha1="3aa5f78406f4bf26d22b58fb9aa35a7b4fe20e81",
+        sha1="d8b972cc52547000512dc86504b5c5de922db279",
         returns="int",
         codes=(-1, -8),
         package="echomq_scripts.generated",
@@ -7227,7 +7336,7 @@ def remove_job(
     client: SyncClient,
     *,
     job_id: str,
-    remove_children: bool,
+    remove_children: bool = False,
     limit: int,
     queue: str | None = None,
     keys: RemoveJobKeys | None = None,
@@ -7244,7 +7353,7 @@ def remove_job(
 
     Args:
         job_id (id): the job's id
-        remove_children (bool): remove its children too, to any depth
+        remove_children (bool, default false): remove its children too, to any depth
         limit (int(1..10000)): the most jobs this call removes (and about the most it reads)
 
     Returns:
@@ -7270,7 +7379,7 @@ async def remove_job_async(
     client: AsyncClient,
     *,
     job_id: str,
-    remove_children: bool,
+    remove_children: bool = False,
     limit: int,
     queue: str | None = None,
     keys: RemoveJobKeys | None = None,
@@ -7291,7 +7400,7 @@ def remove_job_pipeline(
     pipe: PipelineClient,
     *,
     job_id: str,
-    remove_children: bool,
+    remove_children: bool = False,
     limit: int,
     queue: str | None = None,
     keys: RemoveJobKeys | None = None,
@@ -7484,7 +7593,7 @@ _REMOVE_ORPHANED_JOBS = Script(
         name="removeOrphanedJobs",
         script_id="removeOrphanedJobs-8",
         num_keys=8,
-        sha1="7f990287acac5655f097799b1606ea4be7b79ec2",
+        sha1="445d0f2903bf1c2d84624cda5f072b579b4a1b1e",
         returns="tuple[string, list[string]]",
         codes=(),
         package="echomq_scripts.generated",
@@ -7539,7 +7648,7 @@ def _remove_orphaned_jobs_call(
 def remove_orphaned_jobs(
     client: SyncClient,
     *,
-    cursor: str,
+    cursor: str = "0",
     count: int,
     queue: str | None = None,
     keys: RemoveOrphanedJobsKeys | None = None,
@@ -7552,8 +7661,8 @@ def remove_orphaned_jobs(
     script runs on, which is the queue's.
 
     Args:
-        cursor (string(non-empty)): the SCAN cursor, "0" to start, then what the last call
-        answered
+        cursor (string(non-empty), default "0"): the SCAN cursor, "0" to start, then what
+        the last call answered
         count (int(1..10000)): the SCAN COUNT: about how many keys the call looks at
 
     Returns:
@@ -7573,7 +7682,7 @@ def remove_orphaned_jobs(
 async def remove_orphaned_jobs_async(
     client: AsyncClient,
     *,
-    cursor: str,
+    cursor: str = "0",
     count: int,
     queue: str | None = None,
     keys: RemoveOrphanedJobsKeys | None = None,
@@ -7592,7 +7701,7 @@ async def remove_orphaned_jobs_async(
 def remove_orphaned_jobs_pipeline(
     pipe: PipelineClient,
     *,
-    cursor: str,
+    cursor: str = "0",
     count: int,
     queue: str | None = None,
     keys: RemoveOrphanedJobsKeys | None = None,
@@ -7915,7 +8024,7 @@ _REPROCESS_JOB = Script(
         name="reprocessJob",
         script_id="reprocessJob-8",
         num_keys=8,
-        sha1="ffdd36f212d78044e2699b54cb32df722f93c2f8",
+        sha1="e01e99a4b9aa45ec591a0a2f9b444448b3d33d8c",
         returns="string",
         codes=(-1, -3),
         package="echomq_scripts.generated",
@@ -7988,7 +8097,7 @@ def reprocess_job(
     *,
     job_id: str,
     outcome: ReprocessJobOutcome,
-    reset_attempts: bool,
+    reset_attempts: bool = False,
     queue: str | None = None,
     keys: ReprocessJobKeys | None = None,
 ) -> str:
@@ -8003,7 +8112,7 @@ def reprocess_job(
     Args:
         job_id (id): the job's id
         outcome (enum(completed|failed)): the set the job must be in
-        reset_attempts (bool): set its attempts made back to 0
+        reset_attempts (bool, default false): set its attempts made back to 0
 
     Returns:
         string: where the job went: "wait", "paused" or "prioritized"
@@ -8028,7 +8137,7 @@ async def reprocess_job_async(
     *,
     job_id: str,
     outcome: ReprocessJobOutcome,
-    reset_attempts: bool,
+    reset_attempts: bool = False,
     queue: str | None = None,
     keys: ReprocessJobKeys | None = None,
 ) -> str:
@@ -8049,7 +8158,7 @@ def reprocess_job_pipeline(
     *,
     job_id: str,
     outcome: ReprocessJobOutcome,
-    reset_attempts: bool,
+    reset_attempts: bool = False,
     queue: str | None = None,
     keys: ReprocessJobKeys | None = None,
 ) -> Pending[str]:
@@ -8099,7 +8208,7 @@ _RETRY_JOB = Script(
         name="retryJob",
         script_id="retryJob-12",
         num_keys=12,
-        sha1="e012058147ba87df7d18dd72a638c65adc9ed2c9",
+        sha1="faeefa24c182bca71c6fd5b7c8ee91318f23cdef",
         returns="string",
         codes=(-1, -2, -3, -6),
         package="echomq_scripts.generated",
@@ -8144,11 +8253,13 @@ def _retry_job_call(
     keys: RetryJobKeys | None,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None,
     reason: str,
     stacktrace: str,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "retryJob-12"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
         runtime.string_arg(_script, "token", token, "non-empty"),
@@ -8180,9 +8291,9 @@ def retry_job(
     *,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None = None,
     reason: str,
-    stacktrace: str,
+    stacktrace: str = "",
     queue: str | None = None,
     keys: RetryJobKeys | None = None,
 ) -> str:
@@ -8198,9 +8309,10 @@ def retry_job(
     Args:
         job_id (id): the job's id
         token (string(non-empty)): the worker's lock token
-        now (int(0..)): the caller's clock, in milliseconds
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
         reason (string): the failure's reason
-        stacktrace (string): the failure's stack trace, or ""
+        stacktrace (string, default ""): the failure's stack trace, or ""
 
     Returns:
         string: where the job went: "wait", "paused" or "prioritized"
@@ -8229,9 +8341,9 @@ async def retry_job_async(
     *,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None = None,
     reason: str,
-    stacktrace: str,
+    stacktrace: str = "",
     queue: str | None = None,
     keys: RetryJobKeys | None = None,
 ) -> str:
@@ -8254,9 +8366,9 @@ def retry_job_pipeline(
     *,
     job_id: str,
     token: str,
-    now: int,
+    now: int | None = None,
     reason: str,
-    stacktrace: str,
+    stacktrace: str = "",
     queue: str | None = None,
     keys: RetryJobKeys | None = None,
 ) -> Pending[str]:
@@ -8828,7 +8940,7 @@ _UPDATE_JOB_SCHEDULER = Script(
         name="updateJobScheduler",
         script_id="updateJobScheduler-10",
         num_keys=10,
-        sha1="38e66cd3d0c1f33815589eb3051e8c06566757dd",
+        sha1="e384d482f4f9c3681ac2383685ad5e70eafba8e7",
         returns="string",
         codes=(),
         package="echomq_scripts.generated",
@@ -8871,10 +8983,12 @@ def _update_job_scheduler_call(
     keys: UpdateJobSchedulerKeys | None,
     scheduler_id: str,
     job_id: str,
-    now: int,
+    now: int | None,
     next_millis: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "updateJobScheduler-10"
+    if now is None:
+        now = runtime.now_ms()
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "scheduler_id", scheduler_id),
         runtime.id_arg(_script, "job_id", job_id),
@@ -8905,7 +9019,7 @@ def update_job_scheduler(
     *,
     scheduler_id: str,
     job_id: str,
-    now: int,
+    now: int | None = None,
     next_millis: int,
     queue: str | None = None,
     keys: UpdateJobSchedulerKeys | None = None,
@@ -8922,7 +9036,8 @@ def update_job_scheduler(
     Args:
         scheduler_id (id): the scheduler's id (the picked job's "rjk")
         job_id (id): the iteration picked up
-        now (int(0..)): the caller's clock, in milliseconds
+        now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
+        the caller's clock, in milliseconds
         next_millis (int(0..)): a pattern's next run after the current one, as the caller
         computed it (0 for every)
 
@@ -8948,7 +9063,7 @@ async def update_job_scheduler_async(
     *,
     scheduler_id: str,
     job_id: str,
-    now: int,
+    now: int | None = None,
     next_millis: int,
     queue: str | None = None,
     keys: UpdateJobSchedulerKeys | None = None,
@@ -8971,7 +9086,7 @@ def update_job_scheduler_pipeline(
     *,
     scheduler_id: str,
     job_id: str,
-    now: int,
+    now: int | None = None,
     next_millis: int,
     queue: str | None = None,
     keys: UpdateJobSchedulerKeys | None = None,

@@ -22,6 +22,7 @@ importing redis-py, which costs a build more than a tenth of a second.
 """
 
 __all__ = [
+    "EMPTY_OBJECT",
     "ERROR_CODES",
     "ArgumentError",
     "AsyncClient",
@@ -52,6 +53,8 @@ __all__ = [
     "json_arg",
     "load_all",
     "load_all_async",
+    "new_token",
+    "now_ms",
     "number_arg",
     "string_arg",
 ]
@@ -62,6 +65,7 @@ _MODULES = ("errors", "codes", "arguments", "clients", "script", "pipelines")
 TYPE_CHECKING = False  # not typing's: importing typing is not free either
 if TYPE_CHECKING:
     from .arguments import (
+        EMPTY_OBJECT,
         bool_arg,
         bytes_arg,
         check_keys,
@@ -70,6 +74,8 @@ if TYPE_CHECKING:
         id_arg,
         int_arg,
         json_arg,
+        new_token,
+        now_ms,
         number_arg,
         string_arg,
     )

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import time
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from .errors import ArgumentError
 from .keys import KeyNameError, check_job_id, check_key_part, check_queue
@@ -143,6 +146,23 @@ def bytes_arg(script: str, name: str, value: object) -> bytes:
     if isinstance(value, bytes):
         return value
     raise _refuse(script, name, "bytes", value)
+
+
+# -- roles: what a wrapper fills in for an argument the caller leaves out (grammar.ROLES) ------
+
+
+def now_ms() -> int:
+    """The `@now` role: this machine's clock, in milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+def new_token() -> str:
+    """The `@token` role: a lock token no other pickup has, 128 random bits as hex."""
+    return os.urandom(16).hex()
+
+
+# The `{}` default of a `json(object)` argument: a mapping no caller can change.
+EMPTY_OBJECT: Mapping[str, object] = MappingProxyType({})
 
 
 def check_queue_name(script: str, queue: object) -> None:

@@ -10,12 +10,15 @@ replies with it, so a type added to `TYPES` is added everywhere at once.
 from __future__ import annotations
 
 import functools
+import json
+import keyword
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from . import arguments, replies
+from .errors import ArgumentError
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ TYPES: Mapping[str, WireType] = MappingProxyType(
             "object",
             "json",
             arguments.json_arg,
+            replies.as_json,  # a reply of JSON text, decoded
             forms=dict.fromkeys(arguments.JSON_FORMS, "Mapping[str, object]"),  # collections.abc
         ),
         # The caller packs: the runtime depends on no msgpack library.
@@ -101,6 +105,26 @@ class ArgType:
         encoder = TYPES[self.kind].encoder
         assert encoder is not None  # every kind parse_arg_type accepts has one
         return encoder
+
+    def encode(self, script: str, name: str, value: object) -> bytes:
+        """`value` checked and encoded as the generated wrappers do it (codegen.ArgView.encode
+        writes the same call): ArgumentError when the type refuses it."""
+        if self.form:
+            return self.encoder(script, name, value, self.form)
+        if self.kind == "enum":
+            return self.encoder(script, name, value, self.values)
+        if self.kind == "id":
+            return self.encoder(script, name, value, optional=self.optional)
+        bounds: dict[str, object] = {}
+        if self.kind in ("int", "number"):
+            number = int if self.kind == "int" else float
+            if self.low is not None:
+                bounds["low"] = number(self.low)
+            if self.high is not None:
+                bounds["high"] = number(self.high)
+            if self.below:
+                bounds["below"] = True
+        return self.encoder(script, name, value, **bounds)
 
     @property
     def spelling(self) -> str:
@@ -175,29 +199,84 @@ def _ranged(text: str, kind: str, inner: str) -> ArgType:
     return ArgType(kind, low=low, high=high, below=below)
 
 
+# -- defaults and roles ---------------------------------------------------------------------
+
+# What a runtime fills in for an argument the caller leaves out, by role (`= @now`): the kinds
+# of argument each may stand for, and what it is.
+ROLES: Mapping[str, tuple[tuple[str, ...], str]] = MappingProxyType(
+    {
+        "now": (("int",), "the caller's clock, in milliseconds since the epoch"),
+        "token": (("string",), "a new random lock token"),
+    }
+)
+# The defaults a header may give: JSON's scalars, and an empty object or array for JSON.
+_CONTAINER_DEFAULTS = ("{}", "[]")
+
+
+def parse_default(arg: ArgType, text: str) -> tuple[object, str]:
+    """An argument's `= <default>` as a header spells it: (the value, "") for a JSON literal
+    the type accepts, or (None, role) for `@<role>`; ValueError says what is wrong."""
+    if text.startswith("@"):
+        role = text[1:]
+        if role not in ROLES:
+            raise ValueError(f"unknown role '{text}' (one of: @{', @'.join(ROLES)})")
+        kinds, _ = ROLES[role]
+        if arg.kind not in kinds:
+            raise ValueError(f"'{text}' stands for {' or '.join(kinds)} arguments, not {arg.kind}")
+        return None, role
+    if text in _CONTAINER_DEFAULTS and arg.kind != "json":
+        raise ValueError(f"'{text}' is a default for json arguments only")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ValueError(
+            f"'{text}' is not a default: a JSON literal (0, 1.5, \"text\", true, false, {{}})"
+            " or a role (@now, @token)"
+        ) from None
+    if isinstance(value, list | dict) and text not in _CONTAINER_DEFAULTS:
+        raise ValueError(f"'{text}': a default object or array is empty ({{}} or [])")
+    try:
+        arg.encode("default", "default", value)
+    except ArgumentError as exc:
+        raise ValueError(str(exc).removeprefix("default: argument 'default' ")) from None
+    return value, ""
+
+
 # -- return shapes --------------------------------------------------------------------------
+
+
+# A record's constructor by its name: a generated NamedTuple class (a runtime without one
+# decodes a record as a plain tuple).
+Records = Mapping[str, Callable[..., object]]
 
 
 @dataclass(frozen=True)
 class Shape:
     """A parsed return shape: a reply type of `TYPES` (`name`), `list[item]`
-    (`container="list"`, one item), `tuple[a, b, ...]` (`container="tuple"`), or the union of
-    `items` (`container="|"`)."""
+    (`container="list"`, one item), `tuple[a, b, ...]` (`container="tuple"`), a named record
+    `Name(field: a, ...)` (`container="record"`, `name` and `fields`, one per item), or the
+    union of `items` (`container="|"`)."""
 
     name: str = ""
     container: str = ""
     items: tuple[Shape, ...] = ()
+    fields: tuple[str, ...] = ()  # a record's field names, in order
 
     @property
     def spelling(self) -> str:
         """The shape as a header spells it, normalised: parse_shape(s.spelling) == s."""
+        if self.container == "record":
+            parts = [f"{f}: {i.spelling}" for f, i in zip(self.fields, self.items, strict=True)]
+            return f"{self.name}({', '.join(parts)})"
         if self.container:
             return self._joined([item.spelling for item in self.items])
         return self.name
 
     @property
     def annotation(self) -> str:
-        """The Python type of a reply of this shape."""
+        """The Python type of a reply of this shape (a record's: the class named for it)."""
+        if self.container == "record":
+            return self.name
         if self.container:
             return self._joined([item.annotation for item in self.items])
         return TYPES[self.name].annotation
@@ -208,16 +287,28 @@ class Shape:
             return " | ".join(parts)
         return f"{self.container}[{', '.join(parts)}]"
 
-    def decoder(self) -> Callable[[object], object]:
+    def records(self) -> list[Shape]:
+        """The records in this shape, outermost first, each once per place it appears."""
+        found = [self] if self.container == "record" else []
+        for item in self.items:
+            found += item.records()
+        return found
+
+    def decoder(self, records: Records | None = None) -> Callable[[object], object]:
         """A function from a redis-py reply to the Python value of this shape; it raises
-        TypeError or ValueError for a reply that does not fit."""
+        TypeError or ValueError for a reply that does not fit. A record is built with its
+        constructor in `records`, else left a tuple."""
         if self.container == "|":
-            alternatives = [(item.decoder(), item.name == "nil") for item in self.items]
+            alternatives = [(item.decoder(records), item.name == "nil") for item in self.items]
             return replies.union(alternatives, self.spelling)
         if self.container == "list":
-            return replies.list_of(self.items[0].decoder())
-        if self.container == "tuple":
-            return replies.tuple_of([item.decoder() for item in self.items])
+            return replies.list_of(self.items[0].decoder(records))
+        if self.container in ("tuple", "record"):
+            decoded = replies.tuple_of([item.decoder(records) for item in self.items])
+            build = (records or {}).get(self.name) if self.container == "record" else None
+            if build is None:
+                return decoded
+            return lambda reply: build(*decoded(reply))  # type: ignore[misc]
         decoder = TYPES[self.name].decoder
         assert decoder is not None  # the parser accepts reply types only
         return decoder
@@ -228,15 +319,20 @@ class Shape:
 # recurse once per level, and no reply worth declaring comes near this.
 MAX_SHAPE_DEPTH = 32
 
-_SHAPE_TOKEN = re.compile(r"[A-Za-z_]+|[\[\],|]|\S+?(?=[\s\[\],|]|$)")
+_SHAPE_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[\[\],|():]|\S+?(?=[\s\[\],|():]|$)")
+# A record is a tuple (a NamedTuple in Python), as a script's keys are: a field may not take
+# the tuple's methods' names.
+TUPLE_METHODS = frozenset({"count", "index"})
+# A record's name: a Python class name, by the naming of the generated classes.
+RECORD_NAME = re.compile(r"[A-Z][A-Za-z0-9]*")
 
 
 def read_shape(text: str) -> tuple[Shape, str]:
     """The return shape at the start of `text`, and the rest of it (a header's description);
     ValueError says what is wrong with the shape.
 
-    `shape := term ('|' term)*`, where a term is a reply type, `list[shape]` or
-    `tuple[shape, ...]`.
+    `shape := term ('|' term)*`, where a term is a reply type, `list[shape]`,
+    `tuple[shape, ...]` or a record, `Name(field: shape, ...)`.
     """
     tokens = _SHAPE_TOKEN.findall(text)
     reader = _ShapeReader(tokens)
@@ -282,6 +378,8 @@ class _ShapeReader:
         if word in REPLY_TYPES:
             self.pos += 1
             return Shape(word)
+        if word is not None and RECORD_NAME.fullmatch(word) and self.next_is("("):
+            return self.record(word)
         if word in ("list", "tuple"):
             if self.depth == MAX_SHAPE_DEPTH:
                 raise ValueError(f"lists and tuples nest more than {MAX_SHAPE_DEPTH} deep")
@@ -296,6 +394,36 @@ class _ShapeReader:
             self.depth -= 1
             return Shape(container=word, items=tuple(items))
         raise ValueError(
-            f"expected a type ({', '.join(REPLY_TYPES)}, list[...], tuple[...]), found"
-            f" '{word or 'end of line'}'"
+            f"expected a type ({', '.join(REPLY_TYPES)}, list[...], tuple[...], Name(...)),"
+            f" found '{word or 'end of line'}'"
         )
+
+    def next_is(self, token: str) -> bool:
+        return self.pos + 1 < len(self.tokens) and self.tokens[self.pos + 1] == token
+
+    def record(self, name: str) -> Shape:
+        """`Name(field: shape, ...)`, the name already peeked."""
+        if self.depth == MAX_SHAPE_DEPTH:
+            raise ValueError(f"lists, tuples and records nest more than {MAX_SHAPE_DEPTH} deep")
+        self.depth += 1
+        self.pos += 2  # the name and '('
+        fields: list[str] = []
+        items: list[Shape] = []
+        while True:
+            field = self.peek() or "end of line"
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", field) or keyword.iskeyword(field):
+                raise ValueError(f"'{field}' is not a field name of {name} (e.g. job_id)")
+            if field in TUPLE_METHODS:
+                raise ValueError(f"a field '{field}' of {name} would hide the tuple's own method")
+            if field in fields:
+                raise ValueError(f"{name} has two fields named '{field}'")
+            self.pos += 1
+            self.take(":")
+            fields.append(field)
+            items.append(self.union())
+            if self.peek() != ",":
+                break
+            self.pos += 1
+        self.take(")")
+        self.depth -= 1
+        return Shape(name=name, container="record", items=tuple(items), fields=tuple(fields))

@@ -5,6 +5,7 @@ from. Each raises TypeError or ValueError for a reply that does not fit.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 
@@ -30,6 +31,11 @@ def as_str(reply: object) -> str:
     if isinstance(reply, str):
         return reply
     raise TypeError(f"expected a string reply, got {reply!r:.60}")
+
+
+def as_json(reply: object) -> object:
+    """A string reply that holds JSON text, decoded (ValueError for text that is not JSON)."""
+    return json.loads(as_str(reply))
 
 
 def as_nil(reply: object) -> None:

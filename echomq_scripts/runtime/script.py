@@ -80,6 +80,8 @@ class ScriptSpec:
     # The template arguments `keys_for` checks as key parts (plain strings): the wrapper's own
     # encoders check the others (`id`, `enum`) first.
     text_args: tuple[str, ...] = ()
+    # The classes of the records its return shape names (`Pickup(...)`): generated NamedTuples.
+    records: tuple[type, ...] = ()
 
 
 # A queue's keys for one script: every key with the queue filled in, and for each key that
@@ -103,7 +105,8 @@ class Script:
         self._body: bytes | None = None
         self._line_map: LineMap | None = None
         self._by_queue: dict[str, _QueueKeys] = {}
-        self._decode = parse_shape(spec.returns).decoder() if spec.returns else _as_is
+        records = {cls.__name__: cls for cls in spec.records}
+        self._decode = parse_shape(spec.returns).decoder(records) if spec.returns else _as_is
 
     @property
     def body(self) -> bytes:

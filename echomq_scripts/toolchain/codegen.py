@@ -8,6 +8,7 @@ committed files pass `ruff format --check` without the generator depending on ru
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import textwrap
 from dataclasses import dataclass
@@ -17,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..runtime.codes import ERROR_CODES
-from ..runtime.grammar import ArgType
+from ..runtime.grammar import ROLES, ArgType, Shape
 from .errors import EchoMQScriptsError
 from .header import Slot
 from .manifest import ScriptBuild, line_map, to_json_bytes
 from .naming import (
+    RESERVED,
     arg_param,
     enum_alias,
     key_field,
@@ -88,6 +90,25 @@ def _number(value: float, kind: str) -> str:
     return str(int(value)) if kind == "int" else repr(float(value))
 
 
+def _python_literal(value: object) -> str:
+    """A header default (a JSON value, grammar.parse_default) as the wrapper's parameter
+    default, spelled as `ruff format` leaves it."""
+    if value is True or value is False or value is None:
+        return repr(value)
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)[1:-1]  # JSON's escapes are Python's too
+        if value.count('"') > value.count("'"):
+            # ruff format's choice: the quotes that need fewer escapes, double on a tie.
+            return "'" + text.replace('\\"', '"').replace("'", "\\'") + "'"
+        return f'"{text}"'
+
+    # The only containers a default may be: {} for a json argument (a mapping no one can
+    # change, not a shared dict) and [].
+    return "runtime.EMPTY_OBJECT" if value == {} else "()"
+
+
 @dataclass(frozen=True)
 class ArgView:
     name: str  # as the header spells it
@@ -95,6 +116,8 @@ class ArgView:
     arg: ArgType
     description: str
     alias: str = ""  # an enum's Literal type alias, named for its script and argument
+    default: str = ""  # the header's default, JSON text; "" for none
+    role: str = ""  # the role that fills it when the caller leaves it out (grammar.ROLES)
 
     @property
     def kind(self) -> str:
@@ -103,6 +126,32 @@ class ArgView:
     @property
     def annotation(self) -> str:
         return self.alias or self.arg.annotation
+
+    @property
+    def param_annotation(self) -> str:
+        """The wrapper's parameter type: None too for an argument a role fills."""
+        return f"{self.annotation} | None" if self.role else self.annotation
+
+    @property
+    def param_default(self) -> str:
+        """The wrapper's parameter default, as Python: "" for none, None for a role's."""
+        if self.role:
+            return "None"
+        return _python_literal(json.loads(self.default)) if self.default else ""
+
+    @property
+    def fill(self) -> str:
+        """The runtime function that fills a role's argument the caller left out."""
+        return {"now": "runtime.now_ms", "token": "runtime.new_token"}[self.role]
+
+    @property
+    def doc_type(self) -> str:
+        """The type and default the docstring shows: `int(0..), default 0`."""
+        if self.role:
+            return f"{self.arg.spelling}, default @{self.role}: {ROLES[self.role][1]}"
+        if self.default:
+            return f"{self.arg.spelling}, default {self.default}"
+        return self.arg.spelling
 
     @property
     def values_constant(self) -> str:
@@ -202,7 +251,47 @@ class ScriptView:
 
     def _arg_view(self, slot: Slot) -> ArgView:
         alias = enum_alias(self.name, slot.name) if slot.arg.kind == "enum" else ""
-        return ArgView(slot.name, arg_param(slot.name), slot.arg, slot.description, alias)
+        return ArgView(
+            slot.name,
+            arg_param(slot.name),
+            slot.arg,
+            slot.description,
+            alias,
+            slot.default,
+            slot.role,
+        )
+
+    @property
+    def role_args(self) -> list[ArgView]:
+        """The arguments a role fills when the caller leaves them out."""
+        return [a for a in self.args if a.role]
+
+    @cached_property
+    def records(self) -> list[Shape]:
+        """The records of the return shape, each once, innermost first (a record's fields may
+        name another record, which must be defined before it)."""
+        shape = self.script.interface.returns
+        found = {} if shape is None else {r.name: r for r in reversed(shape.records())}
+        return list(found.values())
+
+    def record_lines(self, record: Shape) -> list[str]:
+        """The NamedTuple class of one record of the reply."""
+        text = _doc_line(f"A reply of {self.script_id}: {record.spelling}.")
+        lines = [f"class {record.name}(NamedTuple):"]
+        if len(text) <= 90:  # with its indent and quotes, within the line length
+            lines.append(f'    """{text}"""')
+        else:
+            doc = textwrap.wrap(text, 88)  # two lines at least: one, ruff would join
+            lines += [f'    """{doc[0]}', *(f"    {line}" for line in doc[1:]), '    """']
+        lines.append("")
+        fields = zip(record.fields, record.items, strict=True)
+        lines += [f"    {field}: {item.annotation}" for field, item in fields]
+        return lines
+
+    @property
+    def records_tuple(self) -> str:
+        names = [r.name for r in self.records]
+        return ", ".join(names) + ("," if len(names) == 1 else "")
 
     @property
     def enum_args(self) -> list[ArgView]:
@@ -239,6 +328,20 @@ class ScriptView:
     def returns(self) -> str:
         shape = self.script.interface.returns
         return shape.spelling if shape is not None else ""
+
+    @property
+    def returns_lines(self) -> list[str]:
+        """The spec's `returns=`: one string, or parts of it that `ruff format` leaves apart
+        (broken after a blank) when the whole would pass the line length."""
+        one = f'        returns="{self.returns}",'
+        if len(one) <= _LINE_LENGTH:
+            return [one]
+        parts = [""]
+        for piece in re.split(r"(?<= )", self.returns):
+            if parts[-1] and len(parts[-1]) + len(piece) > 76:
+                parts.append("")
+            parts[-1] += piece
+        return ["        returns=(", *(f'            "{part}"' for part in parts), "        ),"]
 
     @property
     def return_type(self) -> str:
@@ -299,7 +402,7 @@ class ScriptView:
         if self.args or self.rest_arg:
             lines += ["", "Args:"]
             for arg in [*self.args, *([self.rest_arg] if self.rest_arg else [])]:
-                text = f"{arg.param} ({arg.arg.spelling}): {arg.description or 'ARGV'}"
+                text = f"{arg.param} ({arg.doc_type}): {arg.description or 'ARGV'}"
                 lines += ["    " + line for line in textwrap.wrap(_doc_line(text), 84)]
         if header is not None:
             returns = f"{self.returns}: {header.returns_description}".rstrip(": ")
@@ -347,8 +450,11 @@ def generated_files(
         exports += [a.alias for a in view.enum_args]
         if view.templated:
             exports.append(view.func + "_keys")
+    records = _records(views)
+    exports += records
     context = {
         "scripts": views,
+        "records": records,  # record name -> the first script whose reply has it
         "codes": sorted(ERROR_CODES.items(), reverse=True),
         "generator": f"echomq-scripts {__version__}",
         "exports": sorted(exports, key=_import_key),
@@ -370,6 +476,24 @@ def generated_files(
         files[f"lua/{script.script_id}.lua"] = script.body
         files[f"lua/{script.script_id}.map.json"] = to_json_bytes(line_map(script), indent=None)
     return seal(files)
+
+
+def _records(views: list[ScriptView]) -> dict[str, str]:
+    """Each record the scripts' replies name, by the script that defines its class (the first
+    to name it). Two scripts share a record only when they spell it alike, and a record takes
+    no other script's name: the checks refuse the rest (naming.script_clashes). The names the
+    module imports are refused here, where the module is made."""
+    owners: dict[str, str] = {}  # record name -> the script that defines it
+    for view in views:
+        for record in view.records:
+            if record.name in RESERVED:
+                raise CodegenError(
+                    f"script '{view.name}': the record {record.name} of its reply would hide"
+                    f" '{record.name}', a name the generated module imports or defines for"
+                    " itself: rename the record"
+                )
+            owners.setdefault(record.name, view.name)
+    return owners
 
 
 def _bytecode_cache(directory: Path) -> BytecodeCache:

@@ -13,16 +13,24 @@ The header is the leading run of `---` lines, when at least one of them carries 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
 from ..runtime.codes import ERROR_CODES
-from ..runtime.grammar import STRING, ArgType, Shape, parse_arg_type, read_shape
+from ..runtime.grammar import STRING, ArgType, Shape, parse_arg_type, parse_default, read_shape
 from .diagnostics import Diagnostic, Severity
 from .resolve import DIRECTIVE_START
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _TAG = re.compile(r"@(?P<tag>[a-z]+)(?P<rest>\.\.\.)?(?=\s|$)")
+# `<name> <type> [= <default>] <description>`: a default is a role (`@now`), a JSON string
+# (which may hold spaces) or any other run of non-blanks (a number, true, false, {}).
+_ARG_LINE = re.compile(
+    rf"(?P<name>{_NAME})\s+(?P<type>\S+)"
+    r'(?:\s+=\s*(?P<default>"(?:[^"\\]|\\.)*"|\S+))?'
+    r"(?:\s+(?P<description>.*))?"
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,10 @@ class Slot:
     # For a key: how its name is built, e.g. "emq:{q}:<job_id>:lock" ({q}: the queue's name,
     # <arg>: the value of that argument); "" when the header does not say.
     template: str = ""
+    # For an argument: its default as JSON text (`= 0` gives "0"), "" for none; or the role a
+    # runtime fills it by when the caller leaves it out (`= @now` gives "now"; grammar.ROLES).
+    default: str = ""
+    role: str = ""
 
     @property
     def type(self) -> str:
@@ -149,7 +161,9 @@ class _HeaderReader:
                 slot = self.read_arg(number, col, rest, rest_col)
                 if slot is None:
                     continue
-                if variadic:
+                if variadic and (slot.default or slot.role):
+                    self.error(number, col, "@arg... takes no default: its default is no values")
+                elif variadic:
                     rest_args = self.single(number, col, "@arg...", rest_args, slot)
                 elif rest_args is not None:
                     self.error(
@@ -246,16 +260,26 @@ class _HeaderReader:
             )
 
     def read_arg(self, line: int, col: int, rest: str, rest_col: int) -> Slot | None:
-        match = re.fullmatch(rf"({_NAME})\s+(\S+)(?:\s+(.*))?", rest)
+        match = _ARG_LINE.fullmatch(rest)
         if match is None:
-            self.error(line, col, "expected '@arg <name> <type> <description>'")
+            self.error(line, col, "expected '@arg <name> <type> [= <default>] <description>'")
             return None
         try:
-            arg = parse_arg_type(match[2])
+            arg = parse_arg_type(match["type"])
         except ValueError as exc:
-            self.error(line, rest_col + match.start(2), str(exc))
+            self.error(line, rest_col + match.start("type"), str(exc))
             return None
-        return Slot(match[1], match[3] or "", line, arg=arg)
+        default, role = "", ""
+        if match["default"] is not None:
+            try:
+                value, role = parse_default(arg, match["default"])
+            except ValueError as exc:
+                self.error(line, rest_col + match.start("default"), f"bad default: {exc}")
+                return None
+            if not role:
+                default = json.dumps(value, ensure_ascii=False)
+        description = match["description"] or ""
+        return Slot(match["name"], description, line, arg=arg, default=default, role=role)
 
     def read_code(self, line: int, col: int, rest: str) -> int | None:
         match = re.fullmatch(rf"(-?[0-9]+)(?:\s+({_NAME}))?", rest)
@@ -284,10 +308,17 @@ class _HeaderReader:
 
     def read_shape(self, line: int, col: int, rest: str) -> tuple[Shape, str] | None:
         try:
-            return read_shape(rest)
+            shape, description = read_shape(rest)
         except ValueError as exc:
             self.error(line, col, f"bad return shape: {exc}")
             return None
+        records: dict[str, str] = {}
+        for record in shape.records():
+            if records.setdefault(record.name, record.spelling) != record.spelling:
+                message = f"bad return shape: two different records named {record.name}"
+                self.error(line, col, message)
+                return None
+        return shape, description
 
     def check_unique(self, slots: list[Slot], what: str) -> None:
         seen: set[str] = set()

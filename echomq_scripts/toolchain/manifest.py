@@ -127,6 +127,11 @@ def _slot(slot: Slot, with_type: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": slot.name, "description": slot.description}
     if with_type:
         entry["type"] = slot.arg.wire
+        entry["spelling"] = slot.arg.spelling  # with its range, values or form
+        if slot.default:
+            entry["default"] = json.loads(slot.default)
+        if slot.role:
+            entry["role"] = slot.role
     else:
         entry["unused"] = slot.unused
         entry["template"] = slot.template

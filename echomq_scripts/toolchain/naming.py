@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..runtime.grammar import TYPES
+from ..runtime.grammar import TUPLE_METHODS, TYPES
 from .header import Header, Slot
 
 # Names the generated module uses itself: a header argument, key or script of the same name
@@ -20,8 +20,6 @@ RESERVED = frozenset(
     | {"execute", "execute_async"}
     | {"errors", "scripts"}
 )
-# NamedTuple's own members: a key field of the same name would hide them.
-TUPLE_MEMBERS = frozenset({"count", "index"})
 # The locals of the wrappers' functions (templates/scripts.py.j2). An argument of one of these
 # names is refused, not renamed: `_script_` would be no name to offer a caller.
 # tests/test_codegen.py holds this list to the rendered code.
@@ -85,7 +83,7 @@ def keys_class(script: str) -> str:
 def key_field(key: str) -> str:
     """The field of the keys' NamedTuple that a header key becomes (no leading `_`: a
     NamedTuple refuses such fields)."""
-    return identifier(key.lstrip("_") or "key", TUPLE_MEMBERS | RESERVED)
+    return identifier(key.lstrip("_") or "key", TUPLE_METHODS | RESERVED)
 
 
 def arg_param(arg: str) -> str:
@@ -160,6 +158,8 @@ def wrapper_globals(script: str, header: Header) -> dict[str, str]:
             alias = enum_alias(script, slot.name)
             names[alias] = f"the type of argument '{slot.name}'"
             names[values_constant(alias)] = f"the values of argument '{slot.name}'"
+    for record in header.returns.records() if header.returns else ():
+        names[record.name] = f"the record {record.name} of its reply"
     return names
 
 
@@ -170,6 +170,8 @@ class ModuleName:
 
     what: str
     slot: Slot | None
+    # A record's spelling: scripts whose replies spell a record alike share its one class.
+    record: str = ""
 
 
 def module_names(script: str, header: Header | None) -> dict[str, ModuleName]:
@@ -190,6 +192,9 @@ def module_names(script: str, header: Header | None) -> dict[str, ModuleName]:
     }
     if header is None:
         return names
+    for record in header.returns.records() if header.returns else ():
+        what = f"the record {record.name} of the reply {own}"
+        names.setdefault(record.name, ModuleName(what, None, record.spelling))
     if header.keys and all(slot.template for slot in header.keys):
         names[f"{func}_keys"] = ModuleName(f"the keys function {own}", None)
     for slot in _args(header):
@@ -219,6 +224,8 @@ def script_clashes(
             first, other = owners.setdefault(generated, (index, made))
             if first == index or (first, index) in reported:
                 continue
+            if made.record and made.record == other.record:
+                continue  # one class, defined with the first script's wrappers
             reported.add((first, index))
             # Renaming the argument is the fix that leaves both scripts' names alone.
             if made.slot is None and other.slot is not None:

@@ -1,9 +1,10 @@
 """Comparing two releases of the script library: what changed, and the version bump it needs.
 
 A script's signature is everything a runtime relies on to call it: its KEYS (count, names, key
-templates, which are unused), its ARGV (names and types, and variable lists), its return shape
-and its failure codes. Removing a script or changing a signature breaks callers (major); adding a
-script breaks nobody (minor); a body that changes under an unchanged signature is a fix (patch).
+templates, which are unused), its ARGV (names, types, defaults and roles, and variable lists),
+its return shape and its failure codes. Removing a script or changing a signature breaks
+callers (major); adding a script breaks nobody (minor); a body that changes under an unchanged
+signature is a fix (patch).
 """
 
 from __future__ import annotations
@@ -197,7 +198,9 @@ def signature(script: dict[str, Any]) -> dict[str, Any]:
     def slots(items: list[dict[str, Any]], fields: tuple[str, ...]) -> list[dict[str, Any]]:
         return [{f: item.get(f) for f in fields} for item in items]
 
-    key_fields, arg_fields = ("name", "unused", "template"), ("name", "type")
+    # A default or a role, added, changed or gone, is a new signature: a caller that leaves the
+    # argument out relies on it.
+    key_fields, arg_fields = ("name", "unused", "template"), ("name", "type", "default", "role")
     rest_keys, rest_argv = script.get("variadicKeys"), script.get("variadicArgv")
     return {
         "numKeys": script.get("numKeys"),

@@ -161,9 +161,10 @@ class Queue:
             )
         finally:
             self.check()
-        if taken[0]:
-            self.tokens[taken[0]] = token
-        return taken
+        assert taken.token == token  # the reply names the token the pickup holds
+        if taken.job_id:
+            self.tokens[taken.job_id] = token
+        return taken.job_id, taken.fields, taken.limit_delay
 
     def take_id(self, **kwargs: Any) -> str:
         """moveToActive-11, answering the picked job's id ("" for none)."""

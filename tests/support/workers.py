@@ -288,7 +288,7 @@ class Slot:
 
     def pick(self, token: str) -> Job | None:
         """moveToActive-11 with `token`; re-sent with the same token after a lost reply."""
-        job_id, fields, _ = self.resend(
+        job_id, fields, _, _ = self.resend(
             g.move_to_active,
             self.client,
             queue=self.queue,

@@ -6,14 +6,15 @@
 --- @key id       `emq:{q}:id`       the counter of generated ids
 --- @key events   `emq:{q}:events`   the event stream
 --- @key marker   `emq:{q}:marker`   the marker idle workers block on
---- @arg job_id     id?                 a custom id, or "" to generate one
+--- @arg job_id     id? = ""            a custom id, or "" to generate one
 --- @arg name       string              the job's name
 --- @arg data       string              the job's data, as JSON
---- @arg opts       json(object)        the job's options (attempts, backoff, ...)
---- @arg now        int(0..)            the caller's clock, in milliseconds
---- @arg dedup_id   string              a deduplication id, or ""
+--- @arg opts       json(object) = {}   the job's options (attempts, backoff, ...)
+--- @arg now        int(0..) = @now     the caller's clock, in milliseconds
+--- @arg dedup_id   string = ""         a deduplication id, or ""
 --- @arg delay      int(0..)            milliseconds from now until the job is due
---- @return tuple[string, int]  the job's id, and 1 when it was added (0 when it existed)
+--- @return Added(job_id: string, added: int)
+---     the job's id, and 1 when it was added (0 when it existed)
 -- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An
 -- id becomes part of key names (emq:{q}:<id>, emq:{q}:<id>:lock, ...), so it may not hold ":"
 -- (job "7:lock" would be job 7's lock) or a brace (the key's hash tag stays the queue's), and it

@@ -20,12 +20,13 @@
 --- @key id                `emq:{q}:id`                the counter of generated ids
 --- @key events            `emq:{q}:events`            the event stream
 --- @key marker            `emq:{q}:marker`            the marker idle workers block on
---- @arg now        int(0..)  the caller's clock, in milliseconds
---- @arg parent_id  id?       an existing job in this queue whose child the root becomes, or ""
+--- @arg now        int(0..) = @now  the caller's clock, in milliseconds
+--- @arg parent_id  id? = ""  an existing job in this queue whose child the root becomes, or ""
 --- @arg... node    bytes     per node: job_id ("" to generate one), name, data (JSON), opts (a
 ---     JSON object), dedup_id (or ""), delay (ms), priority (0 for none) and its number of children
---- @return list[tuple[string, int]]  per node, in the order sent: its id, and 1 when it was added
----     (0 when it existed or was deduplicated)
+--- @return list[Added(job_id: string, added: int)]
+---     per node, in the order sent: its id, and 1 when it was added (0 when it existed or was
+---     deduplicated)
 --- @error -5 ParentJobNotExist
 --- @error -7 ParentJobCannotBeReplaced
 --- @error -8 JobBelongsToJobScheduler

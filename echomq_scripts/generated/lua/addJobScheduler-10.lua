@@ -16,20 +16,20 @@
 --- @key events       `emq:{q}:events`                 the event stream
 --- @key marker       `emq:{q}:marker`                 the marker idle workers block on
 --- @arg scheduler_id  id                 the scheduler's id
---- @arg now           int(0..)           the caller's clock, in milliseconds
+--- @arg now           int(0..) = @now    the caller's clock, in milliseconds
 --- @arg every         int(0..)           the period in ms, or 0 for a pattern
 --- @arg pattern       string             a cron pattern, or "" for every
---- @arg tz            string             the pattern's time zone (the caller reads it), or ""
---- @arg next_millis   int(0..)           a pattern's next run, as the caller computed it (0 for
+--- @arg tz            string = ""        the pattern's time zone (the caller reads it), or ""
+--- @arg next_millis   int(0..) = 0       a pattern's next run, as the caller computed it (0 for
 ---     every)
---- @arg limit         int(0..)           the most iterations to run, or 0 for no limit
---- @arg start_date    int(0..)           no run before this time (ms), or 0
---- @arg end_date      int(0..)           no run after this time (ms), or 0
---- @arg offset        int(0..)           every: the runs' place within each period (ms), or 0
+--- @arg limit         int(0..) = 0       the most iterations to run, or 0 for no limit
+--- @arg start_date    int(0..) = 0       no run before this time (ms), or 0
+--- @arg end_date      int(0..) = 0       no run after this time (ms), or 0
+--- @arg offset        int(0..) = 0       every: the runs' place within each period (ms), or 0
 --- @arg name          string             the iterations' name
 --- @arg data          string             the iterations' data, as JSON
---- @arg opts          json(object)       the iterations' options
---- @arg priority      int(0..2097151)    the iterations' priority, or 0
+--- @arg opts          json(object) = {}  the iterations' options
+--- @arg priority      int(0..2097151) = 0  the iterations' priority, or 0
 --- @return tuple[string, int]  the pending iteration's id ("" once the limit or the end date is
 ---     reached), and when it runs
 --- @error -10 SchedulerJobIdCollision

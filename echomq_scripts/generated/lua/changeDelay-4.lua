@@ -6,7 +6,7 @@
 --- @key marker   `emq:{q}:marker`   the marker idle workers block on
 --- @arg job_id  id        the job's id
 --- @arg delay   int(0..)  milliseconds from now until the job is due
---- @arg now     int(0..)  the caller's clock, in milliseconds
+--- @arg now     int(0..) = @now  the caller's clock, in milliseconds
 --- @return int  0 when the delay was changed
 --- @error -1 JobNotExist
 --- @error -3 JobNotInState

@@ -11,7 +11,7 @@
 --- @key marker       `emq:{q}:marker`       the marker idle workers block on
 --- @arg job_id    id                 the job's id
 --- @arg priority  int(0..2097151)    the new priority: 1 runs first, 0 is none
---- @arg lifo      bool               first of its priority (or next in wait) instead of last
+--- @arg lifo      bool = false       first of its priority (or next in wait) instead of last
 --- @return int  0 when the priority was changed
 --- @error -1 JobNotExist
 -- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An

@@ -10,10 +10,10 @@
 --- @key meta        `emq:{q}:meta`     the queue's meta hash
 --- @key schedulers  `emq:{q}:repeat`   the job schedulers, scored by next run
 --- @arg state   enum(completed|failed|delayed|wait|paused|prioritized|active|waiting-children)  the state to clean
---- @arg now     int(0..)  the caller's clock, ms
+--- @arg now     int(0..) = @now  the caller's clock, ms
 --- @arg grace   int(0..)  how old a job must be to go, in ms before now
 --- @arg limit   int(1..10000)  the most entries the call reads (so the most it removes)
---- @arg cursor  int(0..)  0 to start, then what the previous call answered
+--- @arg cursor  int(0..) = 0  0 to start, then what the previous call answered
 --- @return tuple[int, list[string]]  the cursor for the next call (0: the walk is over), and
 ---     the ids removed, in the order removed
 -- The queue's key prefix ("emq:{q}:") from any of its keys ("emq:{q}:wait", "emq:{q}:7:lock"),

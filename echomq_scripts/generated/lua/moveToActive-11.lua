@@ -17,18 +17,19 @@
 --- @key meta         `emq:{q}:meta`         the queue's meta hash
 --- @key pc           `emq:{q}:pc`           the counter that orders jobs of one priority
 --- @key marker       `emq:{q}:marker`       the marker idle workers block on
---- @arg token          string(non-empty)  the worker's lock token, new for every pickup
---- @arg lock_duration  int(1..)           how long the lock lives without a heartbeat, in
+--- @arg token          string(non-empty) = @token  the worker's lock token, new for every pickup
+--- @arg lock_duration  int(1..) = 30000   how long the lock lives without a heartbeat, in
 ---     milliseconds
---- @arg now            int(0..)           the caller's clock, in milliseconds
---- @arg limit_max      int(0..)           at most this many jobs per limit_duration (0: no limit);
+--- @arg now            int(0..) = @now    the caller's clock, in milliseconds
+--- @arg limit_max      int(0..) = 0       at most this many jobs per limit_duration (0: no limit);
 ---     a rate limit the queue stores replaces it and limit_duration
---- @arg limit_duration int(0..)           the rate limiter's window, in milliseconds
---- @arg concurrency    int(0..)           at most this many jobs active in the queue (0: no cap);
+--- @arg limit_duration int(0..) = 0       the rate limiter's window, in milliseconds
+--- @arg concurrency    int(0..) = 0       at most this many jobs active in the queue (0: no cap);
 ---     a cap the queue stores holds too
---- @return tuple[string, hash, int]  the job's id and fields, or "" and {} and the milliseconds
----     until the rate limiter allows a job (0: nothing to pick up now: empty, paused, or at the
----     concurrency cap)
+--- @return Pickup(job_id: string, fields: hash, limit_delay: int, token: string)  the job's id
+---     and fields, or "" and {} and the milliseconds until the rate limiter allows a job (0:
+---     nothing to pick up now: empty, paused, or at the concurrency cap); and the token, which
+---     the job's heartbeats and its finish take (a runtime that drew it learns it here)
 -- The argument checkers, intArg and the other *Arg includes, return the value or raise a Lua
 -- error that names the argument: scripts read their arguments before they write anything, so a
 -- caller's mistake never leaves a job half-moved. Every bound is also in the script's header, so
@@ -322,8 +323,10 @@ local prefix = queuePrefix(waitKey)
 -- Re-sent with a token that still holds its job: that job again, and nothing else.
 local held = heldJob(prefix, token)
 if held then
-  return { held, redis.call("HGETALL", prefix .. held), 0 }
+  return { held, redis.call("HGETALL", prefix .. held), 0, token }
 end
-return pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey, pausedKey,
-  metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax, limitDuration,
-  concurrency, redis.call("HGETALL", metaKey), nil, nil)
+local picked = pickup(waitKey, activeKey, prioritizedKey, eventsKey, limiterKey, delayedKey,
+  pausedKey, metaKey, pcKey, markerKey, prefix, token, lockDuration, now, limitMax,
+  limitDuration, concurrency, redis.call("HGETALL", metaKey), nil, nil)
+picked[4] = token
+return picked

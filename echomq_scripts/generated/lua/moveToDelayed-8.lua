@@ -11,9 +11,9 @@
 --- @key lock     `emq:{q}:<job_id>:lock`    the job's lock
 --- @arg job_id  id                 the job's id
 --- @arg token   string(non-empty)  the worker's lock token
---- @arg now     int(0..)           the caller's clock, in milliseconds
+--- @arg now     int(0..) = @now    the caller's clock, in milliseconds
 --- @arg base    int(0..)           the first retry's delay, in milliseconds
---- @arg jitter  number(0..<1)      a fraction of the delay to add (0: none)
+--- @arg jitter  number(0..<1) = 0  a fraction of the delay to add (0: none)
 --- @return int  the delay, in milliseconds
 --- @error -1 JobNotExist
 --- @error -2 JobLockNotExist

@@ -25,23 +25,23 @@
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
 --- @arg job_id          id                      the job's id
 --- @arg token           string(non-empty)       the worker's lock token
---- @arg now             int(0..)                the caller's clock, in milliseconds
+--- @arg now             int(0..) = @now         the caller's clock, in milliseconds
 --- @arg outcome         enum(completed|failed)  how the job ended
 --- @arg result          string                  the return value (JSON) or the failure reason
---- @arg stacktrace      string                  the failure's stack trace, or ""
---- @arg jitter          number(0..<1)           the random draw for a backoff with a jitter
---- @arg fetch_next      bool                    pick the next job up for the same token
---- @arg lock_duration   int(1..)                the next job's lock time to live, in milliseconds
---- @arg limit_max       int(0..)                as moveToActive-11's
---- @arg limit_duration  int(0..)                as moveToActive-11's
---- @arg concurrency     int(0..)                as moveToActive-11's
---- @arg max_metrics     int(0..)                keep this many per-minute points of the metrics
+--- @arg stacktrace      string = ""             the failure's stack trace, or ""
+--- @arg jitter          number(0..<1) = 0       the random draw for a backoff with a jitter
+--- @arg fetch_next      bool = false            pick the next job up for the same token
+--- @arg lock_duration   int(1..) = 30000        the next job's lock time to live, in milliseconds
+--- @arg limit_max       int(0..) = 0            as moveToActive-11's
+--- @arg limit_duration  int(0..) = 0            as moveToActive-11's
+--- @arg concurrency     int(0..) = 0            as moveToActive-11's
+--- @arg max_metrics     int(0..) = 0            keep this many per-minute points of the metrics
 ---     series (0: only the count)
---- @arg backoff_delay   int(0..)                the retry delay the caller computed, for a backoff
+--- @arg backoff_delay   int(0..) = 0            the retry delay the caller computed, for a backoff
 ---     of a type other than fixed and exponential
---- @return tuple[string, string, hash, int]  where the job went ("completed", "failed",
----     "delayed" or, retried without a delay, "waiting"), then the next job as moveToActive
----     answers it
+--- @return Finished(moved_to: string, job_id: string, fields: hash, limit_delay: int)  where
+---     the job went ("completed", "failed", "delayed" or, retried without a delay, "waiting"),
+---     then the next job as moveToActive answers it, for the same token
 --- @error -1 JobNotExist
 --- @error -2 JobLockNotExist
 --- @error -3 JobNotInState

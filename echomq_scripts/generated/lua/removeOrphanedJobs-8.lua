@@ -10,7 +10,7 @@
 --- @key completed         `emq:{q}:completed`         the completed set
 --- @key failed            `emq:{q}:failed`            the failed set
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
---- @arg cursor  string(non-empty)  the SCAN cursor, "0" to start, then what the last call answered
+--- @arg cursor  string(non-empty) = "0"  the SCAN cursor, "0" to start, then what the last call answered
 --- @arg count   int(1..10000)      the SCAN COUNT: about how many keys the call looks at
 --- @return tuple[string, list[string]]  the cursor for the next call ("0": the walk is over),
 ---     and the ids of the jobs removed

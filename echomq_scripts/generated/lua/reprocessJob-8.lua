@@ -14,7 +14,7 @@
 --- @key marker       `emq:{q}:marker`       the marker idle workers block on
 --- @arg job_id          id                      the job's id
 --- @arg outcome         enum(completed|failed)  the set the job must be in
---- @arg reset_attempts  bool                    set its attempts made back to 0
+--- @arg reset_attempts  bool = false            set its attempts made back to 0
 --- @return string  where the job went: "wait", "paused" or "prioritized"
 --- @error -1 JobNotExist
 --- @error -3 JobNotInState
