@@ -117,7 +117,7 @@ def test_no_job_is_lost_or_completed_twice_across_a_failover(
                 concurrency=0,
             )
             if not job_id:
-                if g.get_counts(client, queue=QUEUE)[5] == JOBS:
+                if g.get_counts(client, queue=QUEUE).completed == JOBS:
                     break
                 # Jobs lost in flight come back once their lock is gone and two checks ran.
                 g.move_stalled_jobs_to_wait(client, queue=QUEUE, max_stalled=10, now=now)

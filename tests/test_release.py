@@ -395,7 +395,7 @@ def test_two_releases_run_side_by_side_in_one_redis(
         assert finisher.move_to_finished(r, queue="mail", job_id=job_id, token=job_id, **finish)[
             0
         ] == ("completed")
-    assert one.get_counts(r, queue="mail") == [0, 0, 0, 0, 0, 2, 0, 0]
+    assert one.get_counts(r, queue="mail") == (0, 0, 0, 0, 0, 2, 0, 0)
     # Both bodies of each changed script are loaded at once, each under its own SHA1.
     shas = [s.sha for s in (*one.SCRIPTS, *two.SCRIPTS) if s.spec.name in changed]
     assert len(set(shas)) == 4

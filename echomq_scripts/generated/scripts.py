@@ -2167,13 +2167,31 @@ class GetCountsKeys(NamedTuple):
     """The waiting-children set (emq:{q}:waiting-children)"""
 
 
+class Counts(NamedTuple):
+    """A reply of getCounts-8: Counts(wait: int, paused: int, active: int, delayed: int,
+    prioritized: int, completed: int, failed: int, waiting_children: int).
+    """
+
+    wait: int
+    paused: int
+    active: int
+    delayed: int
+    prioritized: int
+    completed: int
+    failed: int
+    waiting_children: int
+
+
 _GET_COUNTS = Script(
     ScriptSpec(
         name="getCounts",
         script_id="getCounts-8",
         num_keys=8,
-        sha1="50f18ac87cb07171bdcf6a1812fb167f483899ce",
-        returns="list[int]",
+        sha1="2698c808904a142911f2a5fc2c5bcde3c8a2a730",
+        returns=(
+            "Counts(wait: int, paused: int, active: int, delayed: int, prioritized: int, "
+            "completed: int, failed: int, waiting_children: int)"
+        ),
         codes=(),
         package="echomq_scripts.generated",
         templates=(
@@ -2186,6 +2204,7 @@ _GET_COUNTS = Script(
             "emq:{q}:failed",
             "emq:{q}:waiting-children",
         ),
+        records=(Counts,),
     ),
     BY_CODE,
 )
@@ -2224,18 +2243,20 @@ def get_counts(
     *,
     queue: str | None = None,
     keys: GetCountsKeys | None = None,
-) -> list[int]:
+) -> Counts:
     """Counts the jobs in each of the eight states.
 
     Returns:
-        list[int]: the counts, in the order of the keys
+        Counts(wait: int, paused: int, active: int, delayed: int, prioritized: int,
+        completed: int, failed: int, waiting_children: int): the counts, in the order of the
+        keys
     """
     _keys, _args = _get_counts_call(
         queue,
         keys,
     )
     _reply = _GET_COUNTS.run(client, _keys, _args)
-    return cast(list[int], _GET_COUNTS.result(_reply))
+    return cast(Counts, _GET_COUNTS.result(_reply))
 
 
 async def get_counts_async(
@@ -2243,14 +2264,14 @@ async def get_counts_async(
     *,
     queue: str | None = None,
     keys: GetCountsKeys | None = None,
-) -> list[int]:
+) -> Counts:
     """`get_counts` for redis.asyncio clients."""
     _keys, _args = _get_counts_call(
         queue,
         keys,
     )
     _reply = await _GET_COUNTS.run_async(client, _keys, _args)
-    return cast(list[int], _GET_COUNTS.result(_reply))
+    return cast(Counts, _GET_COUNTS.result(_reply))
 
 
 def get_counts_pipeline(
@@ -2258,7 +2279,7 @@ def get_counts_pipeline(
     *,
     queue: str | None = None,
     keys: GetCountsKeys | None = None,
-) -> Pending[list[int]]:
+) -> Pending[Counts]:
     """Queue this call on a pipeline; `.result(pipe.execute())` gives its reply."""
     _keys, _args = _get_counts_call(
         queue,

@@ -83,8 +83,9 @@ class Queue:
         }
         replies = pipe.execute()
         counts = counting.result(replies)
-        expected = [sum(1 for s in states.values() if s == state) for state in STATES]
+        expected = tuple(sum(1 for s in states.values() if s == state) for state in STATES)
         assert counts == expected, f"getCounts {counts} != the keys' {expected}"
+        assert counts._fields == tuple(state.replace("-", "_") for state in STATES)
         told = {job_id: pending.result(replies) for job_id, pending in asking.items()}
         assert told == states, f"getJobState says {told}, the keys say {states}"
         return states

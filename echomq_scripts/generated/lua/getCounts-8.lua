@@ -7,7 +7,8 @@
 --- @key completed         `emq:{q}:completed`         the completed set
 --- @key failed            `emq:{q}:failed`            the failed set
 --- @key waiting_children  `emq:{q}:waiting-children`  the waiting-children set
---- @return list[int]  the counts, in the order of the keys
+--- @return Counts(wait: int, paused: int, active: int, delayed: int, prioritized: int,
+---     completed: int, failed: int, waiting_children: int)  the counts, in the order of the keys
 
 local waitKey, pausedKey, activeKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prioritizedKey, completedKey, failedKey = KEYS[5], KEYS[6], KEYS[7]
