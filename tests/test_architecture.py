@@ -212,3 +212,52 @@ def test_build_without_the_toolchain_says_what_to_install(runtime_only_venv: Pat
     assert len(lines) == 1
     assert "pip install 'echomq-scripts[build]'" in lines[0]
     assert "Traceback" not in done.stderr
+
+
+# -- the README's service -------------------------------------------------------------------
+
+
+def readme_service_examples() -> list[str]:
+    """The Python blocks of the README's Queue and Worker section: a service's whole code,
+    given the server's `port`, as the docs tests run it."""
+    text = (REPO / "README.md").read_text("utf-8")
+    section = text.split("## A service: Queue and Worker", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 2  # sync and asyncio
+    return blocks
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["sync", "asyncio"])
+def test_the_readme_service_type_checks_strictly(index: int, tmp_path: Path) -> None:
+    example = tmp_path / "service.py"
+    example.write_text("port = 6379\n" + readme_service_examples()[index])
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(example)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stdout
+
+
+def test_a_runtime_only_install_runs_the_readme_service(
+    runtime_only_venv: Path, redis_server: RedisServer
+) -> None:
+    """The README's two services, in the runtime-only venv: both run their thousand jobs, and
+    neither imports a package of the toolchain."""
+    python = runtime_only_venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    check = f"\nimport sys\nprint(sorted(set({list(TOOLCHAIN_PACKAGES)!r}) & set(sys.modules)))\n"
+    for example in readme_service_examples():
+        done = subprocess.run(
+            [python, "-c", f"port = {redis_server.port}\n{example}{check}"],
+            capture_output=True,
+            text=True,
+            cwd=runtime_only_venv,  # not the repository, whose echomq_scripts would shadow it
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        *printed, imported = done.stdout.splitlines()
+        assert imported == "[]"
+        # What the README shows: the sync counts (then a job), the asyncio count.
+        assert "completed=1000," in printed[0] or printed == ["1000"]

@@ -1,0 +1,362 @@
+"""A queue as a service uses it: `Queue` adds jobs and reads the queue, on the generated wrappers.
+
+`Queue` is the producer's side of the protocol, `Worker` (worker.py) the consumer's. Both speak
+to Redis only through the generated wrappers of `echomq_scripts.generated`, so they obey the
+scripts' checks and codes like any runtime. A job's data is any JSON value, sent as JSON text and
+decoded when read back; its options are typed (`JobOptions`) and sent as the JSON object the
+add scripts read (docs/protocol.md, job options).
+
+`AsyncQueue` is the same on a redis.asyncio client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import generated as g
+from .flows import FlowIds, FlowJob, add_flow, add_flow_async
+from .runtime import ArgumentError, PipelineIncompleteError, execute, execute_async, keys
+from .runtime.arguments import now_ms
+from .runtime.clients import AsyncClient, SyncClient
+from .runtime.replies import text
+
+_MAX_PRIORITY = 2097151
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How long a failed job waits before its next attempt: `delay` ms every time (`fixed`), or
+    `delay * 2^(attempt - 1)` (`exponential`); with `jitter` (0 to 1), a random share of it
+    less."""
+
+    type: Literal["fixed", "exponential"] = "exponential"
+    delay: int = 1000
+    jitter: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        found: dict[str, object] = {"type": self.type, "delay": self.delay}
+        if self.jitter:
+            found["jitter"] = self.jitter
+        return found
+
+
+@dataclass(frozen=True)
+class KeepJobs:
+    """A retention rule for finished jobs: drop those older than `age` seconds, then keep at
+    most `count` (None: no bound of that kind)."""
+
+    age: int | None = None
+    count: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {k: v for k, v in (("age", self.age), ("count", self.count)) if v is not None}
+
+
+# What a finished job leaves: True removes it at once, an int keeps that many of the newest.
+Retention = bool | int | KeepJobs
+
+
+@dataclass(frozen=True)
+class Deduplication:
+    """While a job of this `id` is in the queue (or for `ttl` ms), adding another of the same id
+    adds nothing; `extend` restarts the ttl, `replace` replaces a delayed job's data."""
+
+    id: str
+    ttl: int = 0
+    extend: bool = False
+    replace: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        found: dict[str, object] = {"id": self.id}
+        if self.ttl:
+            found["ttl"] = self.ttl
+        if self.extend:
+            found["extend"] = True
+        if self.replace:
+            found["replace"] = True
+        return found
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """A job's options. `delay` (ms) and `priority` (1 runs first, 0 none) choose the script
+    that adds it; the rest go with the job as its `opts`."""
+
+    job_id: str = ""  # a custom id, or "" for one the queue numbers
+    delay: int = 0
+    priority: int = 0
+    attempts: int = 1
+    backoff: Backoff | int | None = None
+    lifo: bool = False
+    remove_on_complete: Retention | None = None
+    remove_on_fail: Retention | None = None
+    deduplication: Deduplication | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)  # any other option, as it is
+
+    def to_json(self) -> dict[str, object]:
+        """The options as the add scripts read them (BullMQ's names)."""
+        opts: dict[str, object] = dict(self.extra)
+        if self.attempts != 1:
+            opts["attempts"] = self.attempts
+        if self.backoff is not None:
+            opts["backoff"] = (
+                self.backoff if isinstance(self.backoff, int) else self.backoff.to_json()
+            )
+        if self.lifo:
+            opts["lifo"] = True
+        for name, rule in (
+            ("removeOnComplete", self.remove_on_complete),
+            ("removeOnFail", self.remove_on_fail),
+        ):
+            if rule is not None:
+                opts[name] = rule.to_json() if isinstance(rule, KeepJobs) else rule
+        if self.deduplication is not None:
+            opts["deduplication"] = self.deduplication.to_json()
+        return opts
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as its hash holds it, its data and options decoded."""
+
+    id: str
+    name: str
+    data: object
+    opts: Mapping[str, object]
+    attempts_made: int
+    fields: Mapping[str, str]  # the whole hash, as text
+
+    @classmethod
+    def from_fields(cls, job_id: str, fields: Mapping[str, str]) -> Job:
+        return cls(
+            id=job_id,
+            name=fields.get("name", ""),
+            data=_decoded(fields.get("data")),
+            opts=_options(fields.get("opts")),
+            attempts_made=int(fields.get("atm") or 0),
+            fields=dict(fields),
+        )
+
+    @property
+    def progress(self) -> object:
+        return _decoded(self.fields.get("progress"))
+
+    @property
+    def return_value(self) -> object:
+        return _decoded(self.fields.get("returnvalue"))
+
+    @property
+    def failed_reason(self) -> str:
+        return self.fields.get("failedReason", "")
+
+    @property
+    def stacktrace(self) -> str:
+        return self.fields.get("stacktrace", "")
+
+
+def _decoded(text: str | None) -> object:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # stored by another runtime as plain text: given as it is
+
+
+def _options(text: str | None) -> Mapping[str, object]:
+    value = _decoded(text)
+    return value if isinstance(value, dict) else {}
+
+
+def _encoded_data(data: object) -> str:
+    # The scripts store the data as the JSON text they are given, and the Worker decodes it.
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _add_call(name: str, data: object, options: JobOptions) -> tuple[str, dict[str, object]]:
+    """The wrapper an add takes, and its arguments (but the client and the queue)."""
+    if options.delay < 0:
+        raise ArgumentError(f"job {name!r}: delay must be >= 0, got {options.delay}")
+    if not 0 <= options.priority <= _MAX_PRIORITY:
+        raise ArgumentError(
+            f"job {name!r}: priority must be from 0 to {_MAX_PRIORITY}, got {options.priority}"
+        )
+    try:
+        text = _encoded_data(data)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(f"job {name!r}: data is not JSON: {exc}") from None
+    dedup = options.deduplication.id if options.deduplication is not None else ""
+    common: dict[str, object] = {
+        "job_id": options.job_id,
+        "name": name,
+        "data": text,
+        "opts": options.to_json(),
+        "dedup_id": dedup,
+    }
+    if options.delay:
+        return "add_delayed_job", {**common, "delay": options.delay}
+    if options.priority:
+        return "add_prioritized_job", {**common, "priority": options.priority}
+    return "add_standard_job", common
+
+
+_NO_OPTIONS = JobOptions()
+
+
+class Queue:
+    """One queue of the protocol on a redis-py client (a Redis or a RedisCluster): adding jobs,
+    pausing, counting and reading them."""
+
+    def __init__(self, client: SyncClient, name: str) -> None:
+        self.client = client
+        self.name = name
+        g.get_counts_keys(name)  # the queue's name checked once, here
+
+    def add(self, name: str, data: object = None, options: JobOptions = _NO_OPTIONS) -> g.Added:
+        """Add one job; its id and 1, or the id of the job that was there (a custom id or a
+        deduplication id already in the queue) and 0."""
+        wrapper, arguments = _add_call(name, data, options)
+        added: g.Added = getattr(g, wrapper)(self.client, queue=self.name, **arguments)
+        return added
+
+    def add_bulk(self, jobs: Sequence[BulkJob]) -> list[g.Added]:
+        """Add many jobs, `(name, data)` or `(name, data, options)` each, in one pipeline, in
+        order; what `add` answers for each."""
+        bulk = _BulkAdd(self.name, jobs)
+        while bulk.pending:
+            pipe = self.client.pipeline(transaction=False)
+            bulk.queue_on(pipe)
+            try:
+                bulk.take(execute(pipe))
+            except PipelineIncompleteError as exc:
+                bulk.take(exc.replies, exc.not_run)
+        return bulk.answers()
+
+    def add_flow(self, flow: FlowJob, parent_id: str = "") -> FlowIds:
+        """Add a parent and its children (flows.py), in this queue; with `parent_id`, below
+        that job of the queue."""
+        _check_flow(flow, self.name)
+        return add_flow(self.client, flow, now=now_ms(), parent_id=parent_id)
+
+    def pause(self) -> None:
+        g.pause(self.client, queue=self.name, action="pause")
+
+    def resume(self) -> None:
+        g.pause(self.client, queue=self.name, action="resume")
+
+    def is_paused(self) -> bool:
+        return bool(self.client.hexists(keys.meta(self.name), "paused"))
+
+    def counts(self) -> g.Counts:
+        """How many jobs each state holds."""
+        return g.get_counts(self.client, queue=self.name)
+
+    def get_job(self, job_id: str) -> Job | None:
+        """The job of this id, or None when the queue has none."""
+        fields = self.client.hgetall(keys.job(self.name, job_id))
+        return Job.from_fields(job_id, _texts(fields)) if fields else None
+
+    def get_state(self, job_id: str) -> str:
+        """The state the job is in ("unknown" for none)."""
+        return g.get_job_state(self.client, queue=self.name, job_id=job_id)
+
+
+def _texts(fields: Mapping[Any, Any]) -> dict[str, str]:
+    return {text(k): text(v) for k, v in fields.items()}
+
+
+# One job of a bulk add: (name, data) or (name, data, options).
+BulkJob = tuple[str, object] | tuple[str, object, JobOptions]
+
+
+class _BulkAdd:
+    """The calls of one bulk add, and their answers as they come in: a call a SCRIPT FLUSH or a
+    failover left unrun within a pipeline (it was answered NOSCRIPT) is sent again in the next."""
+
+    def __init__(self, queue: str, jobs: Sequence[BulkJob]) -> None:
+        self.queue = queue
+        self.calls = [
+            _add_call(job[0], job[1], job[2] if len(job) == 3 else _NO_OPTIONS) for job in jobs
+        ]
+        self.results: list[g.Added | None] = [None] * len(self.calls)
+        self.pending = list(range(len(self.calls)))  # the calls still to send
+        self.queued: list[Any] = []  # the Pending of each call in `pending`, once on a pipeline
+
+    def queue_on(self, pipe: Any) -> None:
+        self.queued = [
+            getattr(g, f"{self.calls[i][0]}_pipeline")(pipe, queue=self.queue, **self.calls[i][1])
+            for i in self.pending
+        ]
+
+    def take(self, replies: Sequence[object], not_run: Sequence[int] = ()) -> None:
+        unrun = set(not_run)
+        left = []
+        for index, call in zip(self.pending, self.queued, strict=True):
+            if call.index in unrun:
+                left.append(index)
+            else:
+                self.results[index] = call.result(replies)
+        self.pending = left
+
+    def answers(self) -> list[g.Added]:
+        return [r for r in self.results if r is not None]
+
+
+def _check_flow(flow: FlowJob, queue: str) -> None:
+    if flow.queue != queue:
+        raise ArgumentError(f"flow {flow.name!r} is in queue {flow.queue!r}, not {queue!r}")
+
+
+class AsyncQueue:
+    """`Queue` on a redis.asyncio client (a Redis or a RedisCluster)."""
+
+    def __init__(self, client: AsyncClient, name: str) -> None:
+        self.client = client
+        self.name = name
+        g.get_counts_keys(name)
+
+    async def add(
+        self, name: str, data: object = None, options: JobOptions = _NO_OPTIONS
+    ) -> g.Added:
+        wrapper, arguments = _add_call(name, data, options)
+        added: g.Added = await getattr(g, f"{wrapper}_async")(
+            self.client, queue=self.name, **arguments
+        )
+        return added
+
+    async def add_bulk(self, jobs: Sequence[BulkJob]) -> list[g.Added]:
+        bulk = _BulkAdd(self.name, jobs)
+        while bulk.pending:
+            pipe = self.client.pipeline(transaction=False)
+            bulk.queue_on(pipe)
+            try:
+                bulk.take(await execute_async(pipe))
+            except PipelineIncompleteError as exc:
+                bulk.take(exc.replies, exc.not_run)
+        return bulk.answers()
+
+    async def add_flow(self, flow: FlowJob, parent_id: str = "") -> FlowIds:
+        _check_flow(flow, self.name)
+        return await add_flow_async(self.client, flow, now=now_ms(), parent_id=parent_id)
+
+    async def pause(self) -> None:
+        await g.pause_async(self.client, queue=self.name, action="pause")
+
+    async def resume(self) -> None:
+        await g.pause_async(self.client, queue=self.name, action="resume")
+
+    async def is_paused(self) -> bool:
+        return bool(await self.client.hexists(keys.meta(self.name), "paused"))
+
+    async def counts(self) -> g.Counts:
+        return await g.get_counts_async(self.client, queue=self.name)
+
+    async def get_job(self, job_id: str) -> Job | None:
+        fields = await self.client.hgetall(keys.job(self.name, job_id))
+        return Job.from_fields(job_id, _texts(fields)) if fields else None
+
+    async def get_state(self, job_id: str) -> str:
+        return await g.get_job_state_async(self.client, queue=self.name, job_id=job_id)
