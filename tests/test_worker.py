@@ -23,6 +23,7 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from echomq_scripts.events import AsyncQueueEvents, Event, QueueEvents
 from echomq_scripts.queue import AsyncQueue, Backoff, JobOptions, Queue
 from echomq_scripts.runtime import ArgumentError, keys
 from echomq_scripts.worker import (
@@ -427,3 +428,52 @@ def test_the_options_are_the_json_the_scripts_read() -> None:
         "removeOnFail": 10,
         "failParentOnFailure": True,
     }
+
+
+# -- the event stream ---------------------------------------------------------------------
+
+
+def test_a_reader_sees_a_jobs_life_in_order(r: redis.Redis) -> None:
+    queue = Queue(r, "mail")
+    queue.add("before")  # before the reader: "$" starts after it
+    reader = QueueEvents(r, "mail")
+    assert reader.read(block=0.05) == []
+    retried = JobOptions(attempts=2, backoff=Backoff("fixed", 0))  # again at once, from wait
+    job_id = queue.add("send", options=retried).job_id
+
+    def flaky(job: ActiveJob) -> str:
+        if job.id == job_id and job.attempts_made == 0:
+            raise ValueError("once")
+        return "ok"
+
+    Worker(r, "mail", flaky).run(burst=True, handle_signals=False)
+    mine = [(e.event, e.fields.get("prev", "")) for e in reader.read() if e.job_id == job_id]
+    assert mine == [
+        ("waiting", ""),
+        ("active", "waiting"),
+        ("waiting", "active"),  # the retry
+        ("active", "waiting"),
+        ("completed", "active"),
+    ]
+    # A reader that starts at "0" gets every event again; one from the last id, none.
+    everything = QueueEvents(r, "mail", last_id="0").read()
+    assert everything[0].event == "waiting"
+    assert QueueEvents(r, "mail", last_id=everything[-1].id).read(block=0.05) == []
+
+
+def test_an_asyncio_reader_waits_for_the_next_event(
+    redis_server: RedisServer, r: redis.Redis
+) -> None:
+    async def main() -> list[Event]:
+        client = redis.asyncio.Redis(port=redis_server.port)
+        try:
+            reader = AsyncQueueEvents(client, "mail")
+            waiting = asyncio.create_task(reader.read(block=5))
+            await asyncio.sleep(0.1)  # the read blocks; then an add wakes it
+            await AsyncQueue(client, "mail").add("send")
+            return await waiting
+        finally:
+            await client.aclose()
+
+    (event,) = asyncio.run(main())
+    assert (event.event, event.job_id, event.fields) == ("waiting", "1", {"name": "send"})
