@@ -111,6 +111,22 @@ def floor_plans(bench: Bench) -> list[Plan]:
         Measurement("python -c pass (the floor)", "floor", [bench.python, "-c", "pass"]),
         Measurement('python -c "import click"', "floor", [bench.python, "-c", "import click"]),
         Measurement("echomq-scripts --version (CLI start-up)", "floor", [bench.cli, "--version"]),
+        # What a service pays to import the runtime: target under 30 ms over redis-py alone.
+        Measurement('python -c "import redis"', "floor", [bench.python, "-c", "import redis"]),
+        Measurement(
+            "import redis and the generated wrappers",
+            "floor",
+            [bench.python, "-c", "import redis, echomq_scripts.generated"],
+        ),
+        Measurement(
+            "import the Queue, the Worker and the events",
+            "floor",
+            [
+                bench.python,
+                "-c",
+                "import echomq_scripts.queue, echomq_scripts.worker, echomq_scripts.events",
+            ],
+        ),
     ]
     return [Plan(row, bench.env) for row in rows]
 
@@ -337,10 +353,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=["all", "build", "scripts", "walks"],
+        choices=["all", "build", "scripts", "walks", "workers"],
         default="all",
         help="the build rows, the script-cost rows (Redis, BullMQ), the walks on a large queue,"
-        " or all of them (default)",
+        " the workers end to end, or all of them (default)",
+    )
+    parser.add_argument(
+        "--worker-jobs", type=int, default=20_000, help="jobs a round of the worker rows"
+    )
+    parser.add_argument(
+        "--worker-rounds", type=_runs, default=5, help="rounds of the worker rows (default 5)"
+    )
+    parser.add_argument(
+        "--worker-concurrency",
+        type=_sizes,
+        default=[1, 50],
+        help="the workers' concurrencies (default 1,50)",
     )
     parser.add_argument(
         "--walk-jobs", type=int, default=200_000, help="jobs in the queue a walk empties"
@@ -423,6 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     servers: list[tuple[str, str, Callable[[argparse.Namespace], tuple[str, Any]]]] = [
         ("scripts", "script_cost", script_cost),
         ("walks", "walks", walk_rows),
+        ("workers", "workers", worker_part),
     ]
     for part, key, measure in servers:
         if args.only not in ("all", part):
@@ -439,6 +468,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {args.json}")
     return 0
+
+
+def worker_part(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """EchoMQ's workers against BullMQ Python's, end to end, on a private pinned server."""
+    try:
+        import bullmq  # noqa: F401 - the bench extra, checked before a server starts
+        import server
+        import workers
+    except ImportError as exc:
+        raise ScriptBenchUnavailable(
+            f"{exc.name} is missing: install the bench extra (pip install -e '.[bench]')"
+        ) from None
+    try:
+        with server.pinned_server() as pinned:
+            rows = workers.worker_rows(
+                pinned.server.port,
+                args.worker_jobs,
+                args.worker_rounds,
+                tuple(args.worker_concurrency),
+                _progress,
+            )
+    except server.RedisUnavailable as exc:
+        raise ScriptBenchUnavailable(str(exc)) from None
+    data = {
+        "jobs": args.worker_jobs,
+        "target_ratio": workers.TARGET,
+        "rows": [
+            {"side": r.side, "concurrency": r.concurrency, "jobs_per_s": r.jobs_per_s} for r in rows
+        ],
+    }
+    return workers.worker_table(rows, args.worker_jobs), data
 
 
 class ScriptBenchUnavailable(Exception):

@@ -574,7 +574,7 @@ def test_execute_returns_or_raises_the_replies_as_redis_py_does(r: redis.Redis) 
     pipe, counts = queued()
     replies = g.execute(pipe, raise_on_error=False)
     assert isinstance(replies[0], redis.exceptions.ResponseError)
-    assert counts.result(replies) == [0] * 8
+    assert counts.result(replies) == (0,) * 8
 
 
 def test_execute_refuses_what_is_not_its_kind_of_pipeline(
