@@ -181,8 +181,9 @@ def wrapper_overhead(port: int, calls: int, rounds: int, batch: int) -> list[Ove
         now = now_ms()
         state_keys = emq.get_job_state_keys(queue)
         add_keys = emq.add_standard_job_keys(queue)
-        state_sha = emq._GET_JOB_STATE.spec.sha1
-        add_sha = emq._ADD_STANDARD_JOB.spec.sha1
+        by_name = {script.spec.name: script for script in emq.SCRIPTS}
+        state_sha = by_name["getJobState"].spec.sha1
+        add_sha = by_name["addStandardJob"].spec.sha1
         add_args = ("", "job", '{"n":1}', "{}", now, "", "")
 
         def raw_state(count: int) -> None:

@@ -34,6 +34,14 @@ from tests.support.environment import REPO
 from tests.support.projects import copy_fixture, run_build, run_cli_then
 
 
+def module_bodies(generated: Path) -> list[ast.stmt]:
+    """The top-level statements of every module of a generated package's scripts (one module
+    each, and scripts/__init__.py) and of its records."""
+    paths = sorted((generated / "scripts").glob("*.py"))
+    paths += [path for path in [generated / "records.py"] if path.exists()]
+    return [node for path in paths for node in ast.parse(path.read_text()).body]
+
+
 def test_generated_code_passes_ruff_and_mypy_strict(edges: tuple[Path, ModuleType]) -> None:
     project, _ = edges
     package = project / "emq_edges"
@@ -94,8 +102,7 @@ def test_naming_knows_every_name_the_wrappers_code_uses(edges: tuple[Path, Modul
         own = {
             name for s in scripts for name in wrapper_globals(s.resolved.entry.name, s.interface)
         }
-        tree = ast.parse((package / "generated" / "scripts.py").read_text())
-        for function in tree.body:
+        for function in module_bodies(package / "generated"):
             if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             every = function.args.args + function.args.kwonlyargs
@@ -317,7 +324,7 @@ def test_a_current_package_is_not_rendered_again(tmp_path: Path) -> None:
     assert build() == "False"
     # A hand edit fails build --check, and build renders the package again to repair it: the
     # package's contents no longer match the digest of them that it records.
-    scripts = project / "echomq_scripts" / "generated" / "scripts.py"
+    scripts = project / "echomq_scripts" / "generated" / "scripts" / "extend_lock.py"
     original = scripts.read_text()
     scripts.write_text(original + "# edited\n")
     checked = subprocess.run(
@@ -327,7 +334,7 @@ def test_a_current_package_is_not_rendered_again(tmp_path: Path) -> None:
         text=True,
     )
     assert checked.returncode == 1
-    assert "generated/scripts.py: out of date" in checked.stderr
+    assert "generated/scripts/extend_lock.py: out of date" in checked.stderr
     assert build() == "True"
     assert scripts.read_text() == original
     assert build() == "False"
@@ -402,8 +409,8 @@ def test_names_that_only_nearly_meet_make_a_package_that_imports_and_type_checks
         module = importlib.import_module("emq_names.generated")
         assert [s.spec.name for s in module.SCRIPTS] == ["foo", "fooAsyncs", "fooKeys", "fooPaused"]
         assert get_args(module.FooPause) == ("yes", "no")
-        scripts = importlib.import_module("emq_names.generated.scripts")
-        assert module.SCRIPTS[0] is scripts._FOO  # not replaced by a clashing name
+        foo = importlib.import_module("emq_names.generated.scripts.foo")
+        assert module.SCRIPTS[0] is foo._FOO  # not replaced by a clashing name
         assert module.foo_keys.__doc__.startswith("Keys.")
         assert module.foo_asyncs.__doc__.startswith("Asyncs.")
     finally:
@@ -414,15 +421,15 @@ def test_names_that_only_nearly_meet_make_a_package_that_imports_and_type_checks
 
 def test_module_names_lists_every_name_the_module_defines(edges: tuple[Path, ModuleType]) -> None:
     """naming.module_names, which the clash check compares across scripts, is every name a
-    script adds to scripts.py: a template that defines another must add it there."""
+    script adds to the generated package's modules (its own, the records, and the names
+    scripts/__init__.py gathers): a template that defines another must add it there."""
     project, _ = edges
-    shared = {"SCRIPTS", "load_all", "load_all_async"}
+    shared = {"SCRIPTS", "load_all", "load_all_async", "__all__"}
     for root, package in ((project, project / "emq_edges"), (REPO, REPO / "echomq_scripts")):
         scripts = check(load_config(root / "lua_src"), AnalysisCache(None)).scripts
         listed = [name for s in scripts for name in module_names(s.resolved.entry.name, s.header)]
-        tree = ast.parse((package / "generated" / "scripts.py").read_text())
         defined = set()
-        for node in tree.body:
+        for node in module_bodies(package / "generated"):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 defined.add(node.name)
             elif isinstance(node, ast.Assign | ast.AnnAssign):

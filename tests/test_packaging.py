@@ -77,6 +77,8 @@ def test_the_sdist_holds_the_package_data_the_licence_the_docs_and_the_tests(
         "echomq_scripts/py.typed",
         "echomq_scripts/toolchain/manifest.schema.json",
         "echomq_scripts/toolchain/templates/scripts.py.j2",
+        "echomq_scripts/toolchain/templates/script.py.j2",
+        "echomq_scripts/toolchain/templates/records.py.j2",
         "docs/checks.md",
         "tests/conftest.py",
         "tests/support/golden.py",

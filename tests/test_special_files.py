@@ -74,7 +74,7 @@ def test_named_pipes_in_the_cache_are_misses(tmp_path: Path) -> None:
         path.unlink()
         os.mkfifo(path)  # the same name, so the build looks for it
     # So that the package is rendered again, which reads the compiled templates.
-    (project / "clean_pkg" / "generated" / "scripts.py").unlink()
+    (project / "clean_pkg" / "generated" / "scripts" / "__init__.py").unlink()
     again = run(project, "build", cache=cache)
     assert (again.returncode, again.stdout, again.stderr) == (
         0,
@@ -91,7 +91,7 @@ def test_damaged_compiled_templates_are_misses(tmp_path: Path) -> None:
             path.write_bytes(bc_magic + b"\x80\x04\x95garbage" + bytes(range(256)))
         else:
             path.unlink()  # so that the build renders the package again
-    (project / "clean_pkg" / "generated" / "scripts.py").unlink()
+    (project / "clean_pkg" / "generated" / "scripts" / "__init__.py").unlink()
     again = run(project, "build", cache=cache)
     assert (again.returncode, again.stdout, again.stderr) == (
         0,

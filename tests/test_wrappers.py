@@ -180,7 +180,7 @@ def test_load_all_warms_every_script(r: redis.Redis, redis_server: RedisServer) 
 
 
 def test_queue_keys_kept_between_calls_stay_right_and_bounded() -> None:
-    from echomq_scripts.generated.scripts import _EXTEND_LOCK as script
+    from echomq_scripts.generated.scripts.extend_lock import _EXTEND_LOCK as script
     from echomq_scripts.runtime.script import _QUEUES_KEPT
 
     assert g.extend_lock_keys("mail", "7") == g.ExtendLockKeys(lock=LOCK, stalled=STALLED)
@@ -328,7 +328,7 @@ def test_lua_errors_name_the_source_line(tmp_path: Path, r: redis.Redis) -> None
             module.fail(r, keys=module.FailKeys("emq:{q}:target"), mode="redis")
         assert (command.value.source, command.value.line) == ("includes/failures.lua", 8)
         # The format of servers before Redis 7: the line only in front of the message.
-        script = module.scripts._FAIL
+        (script,) = module.SCRIPTS  # fail-1's
         line = raised.value.redis_message.split("on @user_script:")[1].rstrip(".")
         older = redis.exceptions.ResponseError(
             f"Error running script (call to f_{script.sha}): @user_script:{line}: boom"
@@ -378,7 +378,7 @@ def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> Non
         stale = runner.invoke(cli, ["build", "--check", "--no-cache"])
         assert stale.exit_code == 1
         assert "generated/lua/extendLock-2.lua: out of date" in stale.stderr
-        assert "generated/scripts.py: out of date" in stale.stderr
+        assert "generated/scripts/extend_lock.py: out of date" in stale.stderr
         assert runner.invoke(cli, ["build", "--no-cache"]).exit_code == 0
         assert runner.invoke(cli, ["build", "--check", "--no-cache"]).exit_code == 0
     finally:

@@ -289,6 +289,49 @@ class ScriptView:
         return lines
 
     @property
+    def public_names(self) -> list[str]:
+        """The names its module gives the package: its wrappers, keys class and enum types."""
+        names = [self.keys_class, self.func, self.func + "_async", self.func + "_pipeline"]
+        names += [a.alias for a in self.enum_args]
+        if self.templated:
+            names.append(self.func + "_keys")
+        return names
+
+    @property
+    def import_lines(self) -> list[str]:
+        """scripts/__init__.py's import of its module, laid out as ruff's isort lays it out:
+        on one line when it fits, else one name a line."""
+        names = sorted([self.constant, *self.public_names], key=_import_key)
+        line = f"from .{self.func} import {', '.join(names)}"
+        if len(line) <= _LINE_LENGTH:
+            return [line]
+        return [f"from .{self.func} import (", *(f"    {n}," for n in names), ")"]
+
+    @property
+    def uses_mapping(self) -> bool:
+        every = [*self.args, *([self.rest_arg] if self.rest_arg else [])]
+        return any("Mapping[" in a.annotation for a in every)
+
+    @property
+    def uses_runtime(self) -> bool:
+        """Whether its module's code calls the runtime: any argument or key does."""
+        return bool(self.args or self.rest_arg or not self.keyless)
+
+    @property
+    def typing_imports(self) -> str:
+        names = ["NamedTuple"]
+        if self.enum_args:
+            names += ["Literal", "get_args"]
+        if self.returns:
+            names.append("cast")
+        return ", ".join(sorted(names, key=_import_key))
+
+    @property
+    def record_names(self) -> str:
+        """Its module's import of the records, in ruff's isort order."""
+        return ", ".join(sorted((r.name for r in self.records), key=_import_key))
+
+    @property
     def records_tuple(self) -> str:
         names = [r.name for r in self.records]
         return ", ".join(names) + ("," if len(names) == 1 else "")
@@ -444,34 +487,45 @@ def generated_files(
             )
         functions[view.func] = view.name
 
-    exports = ["SCRIPTS", "load_all", "load_all_async"]
-    for view in views:
-        exports += [view.keys_class, view.func, view.func + "_async", view.func + "_pipeline"]
-        exports += [a.alias for a in view.enum_args]
-        if view.templated:
-            exports.append(view.func + "_keys")
     records = _records(views)
-    exports += records
-    context = {
+    # What the package's __init__.py imports: every script module's public names (through
+    # scripts/__init__.py), the records, and the three of scripts/__init__.py itself.
+    from_scripts = ["SCRIPTS", "load_all", "load_all_async"]
+    for view in views:
+        from_scripts += view.public_names
+    context: dict[str, Any] = {
         "scripts": views,
-        "records": records,  # record name -> the first script whose reply has it
         "codes": sorted(ERROR_CODES.items(), reverse=True),
         "generator": f"echomq-scripts {__version__}",
-        "exports": sorted(exports, key=_import_key),
-        "all_names": sorted([*exports, "errors"], key=_isort_key),
+        "exports": sorted(from_scripts, key=_import_key),
+        "record_names": sorted(records, key=_import_key),
+        "all_names": sorted([*from_scripts, *records, "errors"], key=_isort_key),
+        "scripts_all": sorted(from_scripts, key=_isort_key),
+        # scripts/__init__.py's imports, in the order ruff's isort keeps modules.
+        "modules": sorted(views, key=lambda v: v.func.lower()),
+        "records": [
+            (view, record)
+            for view in views
+            for record in view.records
+            if records[record.name] == view.name
+        ],
         "inputs": inputs,
         "contents": UNSEALED,  # filled in by `seal`, once every file is rendered
-        "uses_literal": any(v.enum_args for v in views),
-        "uses_mapping": any(
-            "Mapping[" in a.annotation
-            for v in views
-            for a in [*v.args, *([v.rest_arg] if v.rest_arg else [])]
-        ),
     }
+
+    def render(template: str, **more: Any) -> bytes:
+        text = environment.get_template(template).render({**context, **more})
+        return text.encode("utf-8")
+
     files = {
-        name: environment.get_template(f"{name}.j2").render(context).encode("utf-8")
-        for name in ("__init__.py", "errors.py", "scripts.py")
+        "__init__.py": render("__init__.py.j2"),
+        "errors.py": render("errors.py.j2"),
+        "scripts/__init__.py": render("scripts.py.j2"),
     }
+    if records:
+        files["records.py"] = render("records.py.j2")
+    for view in views:
+        files[f"scripts/{view.func}.py"] = render("script.py.j2", s=view)
     for script in scripts:
         files[f"lua/{script.script_id}.lua"] = script.body
         files[f"lua/{script.script_id}.map.json"] = to_json_bytes(line_map(script), indent=None)
