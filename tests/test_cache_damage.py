@@ -207,7 +207,7 @@ def test_a_deleted_or_edited_output_is_put_back(
         rebuilt(build)
         (package / "lua" / "fail-1.lua").unlink()
         rebuilt(build)
-        edits = [package / "scripts" / "fail.py", package / "__init__.py", package / "errors.py"]
+        edits = [package / "scripts" / "_fail.py", package / "__init__.py", package / "errors.py"]
         for edited in edits:
             edited.write_bytes(edited.read_bytes() + b"# edited by hand\n")
             rebuilt(build)

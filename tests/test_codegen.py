@@ -35,9 +35,9 @@ from tests.support.projects import copy_fixture, run_build, run_cli_then
 
 
 def module_bodies(generated: Path) -> list[ast.stmt]:
-    """The top-level statements of every module of a generated package's scripts (one module
-    each, and scripts/__init__.py) and of its records."""
-    paths = sorted((generated / "scripts").glob("*.py"))
+    """The top-level statements of every script's module of a generated package and of its
+    records: what the scripts add (scripts/__init__.py only gathers them, by name)."""
+    paths = sorted(p for p in (generated / "scripts").glob("*.py") if p.name != "__init__.py")
     paths += [path for path in [generated / "records.py"] if path.exists()]
     return [node for path in paths for node in ast.parse(path.read_text()).body]
 
@@ -324,7 +324,7 @@ def test_a_current_package_is_not_rendered_again(tmp_path: Path) -> None:
     assert build() == "False"
     # A hand edit fails build --check, and build renders the package again to repair it: the
     # package's contents no longer match the digest of them that it records.
-    scripts = project / "echomq_scripts" / "generated" / "scripts" / "extend_lock.py"
+    scripts = project / "echomq_scripts" / "generated" / "scripts" / "_extend_lock.py"
     original = scripts.read_text()
     scripts.write_text(original + "# edited\n")
     checked = subprocess.run(
@@ -334,7 +334,7 @@ def test_a_current_package_is_not_rendered_again(tmp_path: Path) -> None:
         text=True,
     )
     assert checked.returncode == 1
-    assert "generated/scripts/extend_lock.py: out of date" in checked.stderr
+    assert "generated/scripts/_extend_lock.py: out of date" in checked.stderr
     assert build() == "True"
     assert scripts.read_text() == original
     assert build() == "False"
@@ -409,7 +409,7 @@ def test_names_that_only_nearly_meet_make_a_package_that_imports_and_type_checks
         module = importlib.import_module("emq_names.generated")
         assert [s.spec.name for s in module.SCRIPTS] == ["foo", "fooAsyncs", "fooKeys", "fooPaused"]
         assert get_args(module.FooPause) == ("yes", "no")
-        foo = importlib.import_module("emq_names.generated.scripts.foo")
+        foo = importlib.import_module("emq_names.generated.scripts._foo")
         assert module.SCRIPTS[0] is foo._FOO  # not replaced by a clashing name
         assert module.foo_keys.__doc__.startswith("Keys.")
         assert module.foo_asyncs.__doc__.startswith("Asyncs.")
@@ -424,7 +424,7 @@ def test_module_names_lists_every_name_the_module_defines(edges: tuple[Path, Mod
     script adds to the generated package's modules (its own, the records, and the names
     scripts/__init__.py gathers): a template that defines another must add it there."""
     project, _ = edges
-    shared = {"SCRIPTS", "load_all", "load_all_async", "__all__"}
+    shared: set[str] = set()
     for root, package in ((project, project / "emq_edges"), (REPO, REPO / "echomq_scripts")):
         scripts = check(load_config(root / "lua_src"), AnalysisCache(None)).scripts
         listed = [name for s in scripts for name in module_names(s.resolved.entry.name, s.header)]

@@ -180,7 +180,7 @@ def test_load_all_warms_every_script(r: redis.Redis, redis_server: RedisServer) 
 
 
 def test_queue_keys_kept_between_calls_stay_right_and_bounded() -> None:
-    from echomq_scripts.generated.scripts.extend_lock import _EXTEND_LOCK as script
+    from echomq_scripts.generated.scripts._extend_lock import _EXTEND_LOCK as script
     from echomq_scripts.runtime.script import _QUEUES_KEPT
 
     assert g.extend_lock_keys("mail", "7") == g.ExtendLockKeys(lock=LOCK, stalled=STALLED)
@@ -378,7 +378,7 @@ def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> Non
         stale = runner.invoke(cli, ["build", "--check", "--no-cache"])
         assert stale.exit_code == 1
         assert "generated/lua/extendLock-2.lua: out of date" in stale.stderr
-        assert "generated/scripts/extend_lock.py: out of date" in stale.stderr
+        assert "generated/scripts/_extend_lock.py: out of date" in stale.stderr
         assert runner.invoke(cli, ["build", "--no-cache"]).exit_code == 0
         assert runner.invoke(cli, ["build", "--check", "--no-cache"]).exit_code == 0
     finally:
@@ -461,7 +461,7 @@ def test_every_wrapper_answers_alike_sync_and_async(
     else:
         assert sync == asynchronous
         annotation = inspect.signature(getattr(g, name)).return_annotation
-        declared = eval(annotation, {"None": None, **vars(g)})
+        declared = eval(annotation, {"None": None, **{n: getattr(g, n) for n in g.__all__}})
         assert fits(sync, declared)  # the declared return type
 
 
@@ -565,3 +565,35 @@ def test_build_check_ignores_bytecode_of_the_generated_package(tmp_path: Path) -
         text=True,
     )
     assert (done.returncode, done.stderr) == (0, "")
+
+
+LAZY_IMPORTS = """
+import sys
+def loaded():
+    return sorted(m.rsplit(".", 1)[1] for m in sys.modules
+                  if m.startswith("echomq_scripts.generated.scripts._"))
+import echomq_scripts.generated as g
+print(loaded())
+g.move_to_active
+print(loaded())
+from echomq_scripts.generated.scripts._extend_lock import extend_lock
+from echomq_scripts.generated.scripts import extend_lock as gathered
+print(gathered is extend_lock is g.extend_lock, callable(gathered))
+print(len(g.SCRIPTS), len(loaded()))
+"""
+
+
+def test_the_package_imports_a_scripts_module_on_first_use() -> None:
+    """Importing the package reads no script's module; a wrapper's first use reads its own;
+    SCRIPTS reads them all; a name means the wrapper however its module was imported."""
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY_IMPORTS], capture_output=True, text=True, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    count = len(g.SCRIPTS)
+    assert done.stdout.splitlines() == [
+        "[]",
+        "['_move_to_active']",
+        "True True",
+        f"{count} {count}",
+    ]

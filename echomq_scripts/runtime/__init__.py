@@ -37,6 +37,7 @@ __all__ = [
     "Script",
     "ScriptError",
     "ScriptFailed",
+    "ScriptModules",
     "ScriptSpec",
     "SyncClient",
     "SyncPipeline",
@@ -92,7 +93,14 @@ if TYPE_CHECKING:
         ScriptFailed,
     )
     from .pipelines import Pending, execute, execute_async
-    from .script import Script, ScriptSpec, check_one_slot, load_all, load_all_async
+    from .script import (
+        Script,
+        ScriptModules,
+        ScriptSpec,
+        check_one_slot,
+        load_all,
+        load_all_async,
+    )
 
 
 def __getattr__(name: str) -> object:

@@ -344,6 +344,42 @@ def _hash_tag(key: bytes) -> bytes:
     return key
 
 
+class ScriptModules:
+    """The modules of a generated package's scripts, one a script, each imported on first use
+    (PEP 562): importing the package reads none of them, and the first use of a wrapper imports
+    its own script's module alone. `modules` maps each module's name (in `package`) to the name
+    of its `Script` object and its public names, in the order of SCRIPTS."""
+
+    def __init__(self, package: str, modules: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
+        self.package = package
+        self.modules = modules
+        self.where = {name: module for module, (_, names) in modules.items() for name in names}
+
+    def attribute(self, name: str, namespace: dict[str, object]) -> object:
+        """The package's `name` (SCRIPTS, or a script's name), kept in its `namespace` so
+        that the next read finds it there; AttributeError for any other name."""
+        if name == "SCRIPTS":
+            value: object = self.scripts()
+        elif name in self.where:
+            value = getattr(self._import(self.where[name]), name)
+        else:
+            raise AttributeError(f"module {self.package!r} has no attribute {name!r}")
+        namespace[name] = value
+        return value
+
+    def scripts(self) -> tuple[Script, ...]:
+        """Every script's `Script` object, in order: every module imported."""
+        return tuple(
+            getattr(self._import(module), constant)
+            for module, (constant, _) in self.modules.items()
+        )
+
+    def _import(self, module: str) -> object:
+        import importlib
+
+        return importlib.import_module(f"{self.package}.{module}")
+
+
 def load_all(client: SyncClient, scripts: Iterable[Script]) -> list[str]:
     """SCRIPT LOAD every script (on every primary of a cluster); their sha1s, in order."""
     return [str(client.script_load(script.body)) for script in scripts]

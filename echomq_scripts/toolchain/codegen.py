@@ -298,14 +298,39 @@ class ScriptView:
         return names
 
     @property
-    def import_lines(self) -> list[str]:
-        """scripts/__init__.py's import of its module, laid out as ruff's isort lays it out:
-        on one line when it fits, else one name a line."""
-        names = sorted([self.constant, *self.public_names], key=_import_key)
-        line = f"from .{self.func} import {', '.join(names)}"
-        if len(line) <= _LINE_LENGTH:
+    def module(self) -> str:
+        """Its module's name in scripts/: the wrapper's with a leading underscore, so that
+        importing it never binds a name the package gives the wrapper itself."""
+        return f"_{self.func}"
+
+    @property
+    def module_entry_lines(self) -> list[str]:
+        """Its entry in scripts/__init__.py's ScriptModules, laid out as ruff format lays it
+        out: on one line when it fits, else its names one a line."""
+        names = [f'"{n}"' for n in sorted(self.public_names, key=_import_key)]
+        start = f'"{self.module}": ("{self.constant}", ('
+        one = f"{start}{', '.join(names)})),"
+        if len(one) <= _LINE_LENGTH - 8:
+            return [one]
+        return [
+            f'"{self.module}": (',
+            f'    "{self.constant}",',
+            "    (",
+            *(f"        {n}," for n in names),
+            "    ),",
+            "),",
+        ]
+
+    @property
+    def public_import_lines(self) -> list[str]:
+        """scripts/__init__.py's import of its public names (for type checkers), laid out as
+        ruff's isort lays it out inside an `if`: on one line when it fits, else one name a
+        line."""
+        names = sorted(self.public_names, key=_import_key)
+        line = f"from .{self.module} import {', '.join(names)}"
+        if len(line) <= _LINE_LENGTH - 4:
             return [line]
-        return [f"from .{self.func} import (", *(f"    {n}," for n in names), ")"]
+        return [f"from .{self.module} import (", *(f"    {n}," for n in names), ")"]
 
     @property
     def uses_mapping(self) -> bool:
@@ -502,7 +527,7 @@ def generated_files(
         "all_names": sorted([*from_scripts, *records, "errors"], key=_isort_key),
         "scripts_all": sorted(from_scripts, key=_isort_key),
         # scripts/__init__.py's imports, in the order ruff's isort keeps modules.
-        "modules": sorted(views, key=lambda v: v.func.lower()),
+        "modules": sorted(views, key=lambda v: v.module.lower()),
         "records": [
             (view, record)
             for view in views
@@ -511,6 +536,11 @@ def generated_files(
         ],
         "inputs": inputs,
         "contents": UNSEALED,  # filled in by `seal`, once every file is rendered
+        # Where each name of the package loads from (PEP 562).
+        "package_where": sorted(
+            [(name, "scripts") for name in from_scripts] + [(name, "records") for name in records],
+            key=lambda pair: pair[0],
+        ),
     }
 
     def render(template: str, **more: Any) -> bytes:
@@ -525,7 +555,7 @@ def generated_files(
     if records:
         files["records.py"] = render("records.py.j2")
     for view in views:
-        files[f"scripts/{view.func}.py"] = render("script.py.j2", s=view)
+        files[f"scripts/{view.module}.py"] = render("script.py.j2", s=view)
     for script in scripts:
         files[f"lua/{script.script_id}.lua"] = script.body
         files[f"lua/{script.script_id}.map.json"] = to_json_bytes(line_map(script), indent=None)

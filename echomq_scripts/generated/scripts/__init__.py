@@ -2,7 +2,8 @@
 """One typed wrapper per script, in three forms: `name(client, ...)` for redis.Redis and
 RedisCluster, `name_async(client, ...)` for their asyncio versions, and `name_pipeline(pipe, ...)`
 for a pipeline or MULTI/EXEC, whose `Pending.result(replies)` decodes the reply after `execute()`.
-Each script's are in a module of its own, named as its wrapper; this one gathers them.
+Each script's are in a module of its own, named as its wrapper; this one gathers them, each
+loaded on first use (PEP 562).
 
 Keys come from `queue=` (built by `name_keys`) or from `keys=`; arguments are keyword-only and
 checked before anything is sent.
@@ -11,453 +12,393 @@ checked before anything is sent.
 from __future__ import annotations
 
 from echomq_scripts import runtime
-from echomq_scripts.runtime import AsyncClient, Script, SyncClient
+from echomq_scripts.runtime import AsyncClient, SyncClient
 
-from .add_delayed_job import (
-    _ADD_DELAYED_JOB,
-    AddDelayedJobKeys,
-    add_delayed_job,
-    add_delayed_job_async,
-    add_delayed_job_keys,
-    add_delayed_job_pipeline,
-)
-from .add_flow import (
-    _ADD_FLOW,
-    AddFlowKeys,
-    add_flow,
-    add_flow_async,
-    add_flow_keys,
-    add_flow_pipeline,
-)
-from .add_job_scheduler import (
-    _ADD_JOB_SCHEDULER,
-    AddJobSchedulerKeys,
-    add_job_scheduler,
-    add_job_scheduler_async,
-    add_job_scheduler_keys,
-    add_job_scheduler_pipeline,
-)
-from .add_log import _ADD_LOG, AddLogKeys, add_log, add_log_async, add_log_keys, add_log_pipeline
-from .add_prioritized_job import (
-    _ADD_PRIORITIZED_JOB,
-    AddPrioritizedJobKeys,
-    add_prioritized_job,
-    add_prioritized_job_async,
-    add_prioritized_job_keys,
-    add_prioritized_job_pipeline,
-)
-from .add_standard_job import (
-    _ADD_STANDARD_JOB,
-    AddStandardJobKeys,
-    add_standard_job,
-    add_standard_job_async,
-    add_standard_job_keys,
-    add_standard_job_pipeline,
-)
-from .change_delay import (
-    _CHANGE_DELAY,
-    ChangeDelayKeys,
-    change_delay,
-    change_delay_async,
-    change_delay_keys,
-    change_delay_pipeline,
-)
-from .change_priority import (
-    _CHANGE_PRIORITY,
-    ChangePriorityKeys,
-    change_priority,
-    change_priority_async,
-    change_priority_keys,
-    change_priority_pipeline,
-)
-from .clean_jobs_in_set import (
-    _CLEAN_JOBS_IN_SET,
-    CleanJobsInSetKeys,
-    CleanJobsInSetState,
-    clean_jobs_in_set,
-    clean_jobs_in_set_async,
-    clean_jobs_in_set_keys,
-    clean_jobs_in_set_pipeline,
-)
-from .drain import _DRAIN, DrainKeys, drain, drain_async, drain_keys, drain_pipeline
-from .extend_lock import (
-    _EXTEND_LOCK,
-    ExtendLockKeys,
-    extend_lock,
-    extend_lock_async,
-    extend_lock_keys,
-    extend_lock_pipeline,
-)
-from .extend_locks import (
-    _EXTEND_LOCKS,
-    ExtendLocksKeys,
-    extend_locks,
-    extend_locks_async,
-    extend_locks_keys,
-    extend_locks_pipeline,
-)
-from .get_counts import (
-    _GET_COUNTS,
-    GetCountsKeys,
-    get_counts,
-    get_counts_async,
-    get_counts_keys,
-    get_counts_pipeline,
-)
-from .get_counts_per_priority import (
-    _GET_COUNTS_PER_PRIORITY,
-    GetCountsPerPriorityKeys,
-    get_counts_per_priority,
-    get_counts_per_priority_async,
-    get_counts_per_priority_keys,
-    get_counts_per_priority_pipeline,
-)
-from .get_deduplication_job_id import (
-    _GET_DEDUPLICATION_JOB_ID,
-    GetDeduplicationJobIdKeys,
-    get_deduplication_job_id,
-    get_deduplication_job_id_async,
-    get_deduplication_job_id_keys,
-    get_deduplication_job_id_pipeline,
-)
-from .get_dependencies import (
-    _GET_DEPENDENCIES,
-    GetDependenciesKeys,
-    get_dependencies,
-    get_dependencies_async,
-    get_dependencies_keys,
-    get_dependencies_pipeline,
-)
-from .get_dependency_counts import (
-    _GET_DEPENDENCY_COUNTS,
-    GetDependencyCountsKeys,
-    get_dependency_counts,
-    get_dependency_counts_async,
-    get_dependency_counts_keys,
-    get_dependency_counts_pipeline,
-)
-from .get_global_concurrency import (
-    _GET_GLOBAL_CONCURRENCY,
-    GetGlobalConcurrencyKeys,
-    get_global_concurrency,
-    get_global_concurrency_async,
-    get_global_concurrency_keys,
-    get_global_concurrency_pipeline,
-)
-from .get_global_rate_limit import (
-    _GET_GLOBAL_RATE_LIMIT,
-    GetGlobalRateLimitKeys,
-    get_global_rate_limit,
-    get_global_rate_limit_async,
-    get_global_rate_limit_keys,
-    get_global_rate_limit_pipeline,
-)
-from .get_job_logs import (
-    _GET_JOB_LOGS,
-    GetJobLogsKeys,
-    get_job_logs,
-    get_job_logs_async,
-    get_job_logs_keys,
-    get_job_logs_pipeline,
-)
-from .get_job_scheduler import (
-    _GET_JOB_SCHEDULER,
-    GetJobSchedulerKeys,
-    get_job_scheduler,
-    get_job_scheduler_async,
-    get_job_scheduler_keys,
-    get_job_scheduler_pipeline,
-)
-from .get_job_schedulers import (
-    _GET_JOB_SCHEDULERS,
-    GetJobSchedulersKeys,
-    get_job_schedulers,
-    get_job_schedulers_async,
-    get_job_schedulers_keys,
-    get_job_schedulers_pipeline,
-)
-from .get_job_state import (
-    _GET_JOB_STATE,
-    GetJobStateKeys,
-    get_job_state,
-    get_job_state_async,
-    get_job_state_keys,
-    get_job_state_pipeline,
-)
-from .get_jobs import (
-    _GET_JOBS,
-    GetJobsKeys,
-    GetJobsState,
-    get_jobs,
-    get_jobs_async,
-    get_jobs_keys,
-    get_jobs_pipeline,
-)
-from .get_metrics import (
-    _GET_METRICS,
-    GetMetricsKeys,
-    GetMetricsOutcome,
-    get_metrics,
-    get_metrics_async,
-    get_metrics_keys,
-    get_metrics_pipeline,
-)
-from .get_ranges import (
-    _GET_RANGES,
-    GetRangesKeys,
-    GetRangesState,
-    get_ranges,
-    get_ranges_async,
-    get_ranges_keys,
-    get_ranges_pipeline,
-)
-from .get_rate_limit_ttl import (
-    _GET_RATE_LIMIT_TTL,
-    GetRateLimitTtlKeys,
-    get_rate_limit_ttl,
-    get_rate_limit_ttl_async,
-    get_rate_limit_ttl_keys,
-    get_rate_limit_ttl_pipeline,
-)
-from .is_finished import (
-    _IS_FINISHED,
-    IsFinishedKeys,
-    is_finished,
-    is_finished_async,
-    is_finished_keys,
-    is_finished_pipeline,
-)
-from .is_job_in_list import (
-    _IS_JOB_IN_LIST,
-    IsJobInListKeys,
-    IsJobInListState,
-    is_job_in_list,
-    is_job_in_list_async,
-    is_job_in_list_keys,
-    is_job_in_list_pipeline,
-)
-from .is_maxed import (
-    _IS_MAXED,
-    IsMaxedKeys,
-    is_maxed,
-    is_maxed_async,
-    is_maxed_keys,
-    is_maxed_pipeline,
-)
-from .move_job_from_active_to_wait import (
-    _MOVE_JOB_FROM_ACTIVE_TO_WAIT,
-    MoveJobFromActiveToWaitKeys,
-    move_job_from_active_to_wait,
-    move_job_from_active_to_wait_async,
-    move_job_from_active_to_wait_keys,
-    move_job_from_active_to_wait_pipeline,
-)
-from .move_jobs_to_wait import (
-    _MOVE_JOBS_TO_WAIT,
-    MoveJobsToWaitKeys,
-    MoveJobsToWaitState,
-    move_jobs_to_wait,
-    move_jobs_to_wait_async,
-    move_jobs_to_wait_keys,
-    move_jobs_to_wait_pipeline,
-)
-from .move_stalled_jobs_to_wait import (
-    _MOVE_STALLED_JOBS_TO_WAIT,
-    MoveStalledJobsToWaitKeys,
-    move_stalled_jobs_to_wait,
-    move_stalled_jobs_to_wait_async,
-    move_stalled_jobs_to_wait_keys,
-    move_stalled_jobs_to_wait_pipeline,
-)
-from .move_to_active import (
-    _MOVE_TO_ACTIVE,
-    MoveToActiveKeys,
-    move_to_active,
-    move_to_active_async,
-    move_to_active_keys,
-    move_to_active_pipeline,
-)
-from .move_to_delayed import (
-    _MOVE_TO_DELAYED,
-    MoveToDelayedKeys,
-    move_to_delayed,
-    move_to_delayed_async,
-    move_to_delayed_keys,
-    move_to_delayed_pipeline,
-)
-from .move_to_finished import (
-    _MOVE_TO_FINISHED,
-    MoveToFinishedKeys,
-    MoveToFinishedOutcome,
-    move_to_finished,
-    move_to_finished_async,
-    move_to_finished_keys,
-    move_to_finished_pipeline,
-)
-from .move_to_waiting_children import (
-    _MOVE_TO_WAITING_CHILDREN,
-    MoveToWaitingChildrenKeys,
-    move_to_waiting_children,
-    move_to_waiting_children_async,
-    move_to_waiting_children_keys,
-    move_to_waiting_children_pipeline,
-)
-from .obliterate import (
-    _OBLITERATE,
-    ObliterateKeys,
-    obliterate,
-    obliterate_async,
-    obliterate_keys,
-    obliterate_pipeline,
-)
-from .paginate import (
-    _PAGINATE,
-    PaginateKeys,
-    PaginatePart,
-    paginate,
-    paginate_async,
-    paginate_keys,
-    paginate_pipeline,
-)
-from .pause import _PAUSE, PauseAction, PauseKeys, pause, pause_async, pause_keys, pause_pipeline
-from .promote import _PROMOTE, PromoteKeys, promote, promote_async, promote_keys, promote_pipeline
-from .rate_limit import (
-    _RATE_LIMIT,
-    RateLimitKeys,
-    rate_limit,
-    rate_limit_async,
-    rate_limit_keys,
-    rate_limit_pipeline,
-)
-from .release_lock import (
-    _RELEASE_LOCK,
-    ReleaseLockKeys,
-    release_lock,
-    release_lock_async,
-    release_lock_keys,
-    release_lock_pipeline,
-)
-from .remove_child_dependency import (
-    _REMOVE_CHILD_DEPENDENCY,
-    RemoveChildDependencyKeys,
-    remove_child_dependency,
-    remove_child_dependency_async,
-    remove_child_dependency_keys,
-    remove_child_dependency_pipeline,
-)
-from .remove_deduplication_key import (
-    _REMOVE_DEDUPLICATION_KEY,
-    RemoveDeduplicationKeyKeys,
-    remove_deduplication_key,
-    remove_deduplication_key_async,
-    remove_deduplication_key_keys,
-    remove_deduplication_key_pipeline,
-)
-from .remove_job import (
-    _REMOVE_JOB,
-    RemoveJobKeys,
-    remove_job,
-    remove_job_async,
-    remove_job_keys,
-    remove_job_pipeline,
-)
-from .remove_job_scheduler import (
-    _REMOVE_JOB_SCHEDULER,
-    RemoveJobSchedulerKeys,
-    remove_job_scheduler,
-    remove_job_scheduler_async,
-    remove_job_scheduler_keys,
-    remove_job_scheduler_pipeline,
-)
-from .remove_orphaned_jobs import (
-    _REMOVE_ORPHANED_JOBS,
-    RemoveOrphanedJobsKeys,
-    remove_orphaned_jobs,
-    remove_orphaned_jobs_async,
-    remove_orphaned_jobs_keys,
-    remove_orphaned_jobs_pipeline,
-)
-from .remove_rate_limit_key import (
-    _REMOVE_RATE_LIMIT_KEY,
-    RemoveRateLimitKeyKeys,
-    remove_rate_limit_key,
-    remove_rate_limit_key_async,
-    remove_rate_limit_key_keys,
-    remove_rate_limit_key_pipeline,
-)
-from .remove_unprocessed_children import (
-    _REMOVE_UNPROCESSED_CHILDREN,
-    RemoveUnprocessedChildrenKeys,
-    remove_unprocessed_children,
-    remove_unprocessed_children_async,
-    remove_unprocessed_children_keys,
-    remove_unprocessed_children_pipeline,
-)
-from .reprocess_job import (
-    _REPROCESS_JOB,
-    ReprocessJobKeys,
-    ReprocessJobOutcome,
-    reprocess_job,
-    reprocess_job_async,
-    reprocess_job_keys,
-    reprocess_job_pipeline,
-)
-from .retry_job import (
-    _RETRY_JOB,
-    RetryJobKeys,
-    retry_job,
-    retry_job_async,
-    retry_job_keys,
-    retry_job_pipeline,
-)
-from .save_stacktrace import (
-    _SAVE_STACKTRACE,
-    SaveStacktraceKeys,
-    save_stacktrace,
-    save_stacktrace_async,
-    save_stacktrace_keys,
-    save_stacktrace_pipeline,
-)
-from .set_global_concurrency import (
-    _SET_GLOBAL_CONCURRENCY,
-    SetGlobalConcurrencyKeys,
-    set_global_concurrency,
-    set_global_concurrency_async,
-    set_global_concurrency_keys,
-    set_global_concurrency_pipeline,
-)
-from .set_global_rate_limit import (
-    _SET_GLOBAL_RATE_LIMIT,
-    SetGlobalRateLimitKeys,
-    set_global_rate_limit,
-    set_global_rate_limit_async,
-    set_global_rate_limit_keys,
-    set_global_rate_limit_pipeline,
-)
-from .update_data import (
-    _UPDATE_DATA,
-    UpdateDataKeys,
-    update_data,
-    update_data_async,
-    update_data_keys,
-    update_data_pipeline,
-)
-from .update_job_scheduler import (
-    _UPDATE_JOB_SCHEDULER,
-    UpdateJobSchedulerKeys,
-    update_job_scheduler,
-    update_job_scheduler_async,
-    update_job_scheduler_keys,
-    update_job_scheduler_pipeline,
-)
-from .update_progress import (
-    _UPDATE_PROGRESS,
-    UpdateProgressKeys,
-    update_progress,
-    update_progress_async,
-    update_progress_keys,
-    update_progress_pipeline,
-)
+TYPE_CHECKING = False  # not typing's: importing typing is not free either
+if TYPE_CHECKING:
+    from echomq_scripts.runtime import Script
+
+    from ._add_delayed_job import (
+        AddDelayedJobKeys,
+        add_delayed_job,
+        add_delayed_job_async,
+        add_delayed_job_keys,
+        add_delayed_job_pipeline,
+    )
+    from ._add_flow import AddFlowKeys, add_flow, add_flow_async, add_flow_keys, add_flow_pipeline
+    from ._add_job_scheduler import (
+        AddJobSchedulerKeys,
+        add_job_scheduler,
+        add_job_scheduler_async,
+        add_job_scheduler_keys,
+        add_job_scheduler_pipeline,
+    )
+    from ._add_log import AddLogKeys, add_log, add_log_async, add_log_keys, add_log_pipeline
+    from ._add_prioritized_job import (
+        AddPrioritizedJobKeys,
+        add_prioritized_job,
+        add_prioritized_job_async,
+        add_prioritized_job_keys,
+        add_prioritized_job_pipeline,
+    )
+    from ._add_standard_job import (
+        AddStandardJobKeys,
+        add_standard_job,
+        add_standard_job_async,
+        add_standard_job_keys,
+        add_standard_job_pipeline,
+    )
+    from ._change_delay import (
+        ChangeDelayKeys,
+        change_delay,
+        change_delay_async,
+        change_delay_keys,
+        change_delay_pipeline,
+    )
+    from ._change_priority import (
+        ChangePriorityKeys,
+        change_priority,
+        change_priority_async,
+        change_priority_keys,
+        change_priority_pipeline,
+    )
+    from ._clean_jobs_in_set import (
+        CleanJobsInSetKeys,
+        CleanJobsInSetState,
+        clean_jobs_in_set,
+        clean_jobs_in_set_async,
+        clean_jobs_in_set_keys,
+        clean_jobs_in_set_pipeline,
+    )
+    from ._drain import DrainKeys, drain, drain_async, drain_keys, drain_pipeline
+    from ._extend_lock import (
+        ExtendLockKeys,
+        extend_lock,
+        extend_lock_async,
+        extend_lock_keys,
+        extend_lock_pipeline,
+    )
+    from ._extend_locks import (
+        ExtendLocksKeys,
+        extend_locks,
+        extend_locks_async,
+        extend_locks_keys,
+        extend_locks_pipeline,
+    )
+    from ._get_counts import (
+        GetCountsKeys,
+        get_counts,
+        get_counts_async,
+        get_counts_keys,
+        get_counts_pipeline,
+    )
+    from ._get_counts_per_priority import (
+        GetCountsPerPriorityKeys,
+        get_counts_per_priority,
+        get_counts_per_priority_async,
+        get_counts_per_priority_keys,
+        get_counts_per_priority_pipeline,
+    )
+    from ._get_deduplication_job_id import (
+        GetDeduplicationJobIdKeys,
+        get_deduplication_job_id,
+        get_deduplication_job_id_async,
+        get_deduplication_job_id_keys,
+        get_deduplication_job_id_pipeline,
+    )
+    from ._get_dependencies import (
+        GetDependenciesKeys,
+        get_dependencies,
+        get_dependencies_async,
+        get_dependencies_keys,
+        get_dependencies_pipeline,
+    )
+    from ._get_dependency_counts import (
+        GetDependencyCountsKeys,
+        get_dependency_counts,
+        get_dependency_counts_async,
+        get_dependency_counts_keys,
+        get_dependency_counts_pipeline,
+    )
+    from ._get_global_concurrency import (
+        GetGlobalConcurrencyKeys,
+        get_global_concurrency,
+        get_global_concurrency_async,
+        get_global_concurrency_keys,
+        get_global_concurrency_pipeline,
+    )
+    from ._get_global_rate_limit import (
+        GetGlobalRateLimitKeys,
+        get_global_rate_limit,
+        get_global_rate_limit_async,
+        get_global_rate_limit_keys,
+        get_global_rate_limit_pipeline,
+    )
+    from ._get_job_logs import (
+        GetJobLogsKeys,
+        get_job_logs,
+        get_job_logs_async,
+        get_job_logs_keys,
+        get_job_logs_pipeline,
+    )
+    from ._get_job_scheduler import (
+        GetJobSchedulerKeys,
+        get_job_scheduler,
+        get_job_scheduler_async,
+        get_job_scheduler_keys,
+        get_job_scheduler_pipeline,
+    )
+    from ._get_job_schedulers import (
+        GetJobSchedulersKeys,
+        get_job_schedulers,
+        get_job_schedulers_async,
+        get_job_schedulers_keys,
+        get_job_schedulers_pipeline,
+    )
+    from ._get_job_state import (
+        GetJobStateKeys,
+        get_job_state,
+        get_job_state_async,
+        get_job_state_keys,
+        get_job_state_pipeline,
+    )
+    from ._get_jobs import (
+        GetJobsKeys,
+        GetJobsState,
+        get_jobs,
+        get_jobs_async,
+        get_jobs_keys,
+        get_jobs_pipeline,
+    )
+    from ._get_metrics import (
+        GetMetricsKeys,
+        GetMetricsOutcome,
+        get_metrics,
+        get_metrics_async,
+        get_metrics_keys,
+        get_metrics_pipeline,
+    )
+    from ._get_ranges import (
+        GetRangesKeys,
+        GetRangesState,
+        get_ranges,
+        get_ranges_async,
+        get_ranges_keys,
+        get_ranges_pipeline,
+    )
+    from ._get_rate_limit_ttl import (
+        GetRateLimitTtlKeys,
+        get_rate_limit_ttl,
+        get_rate_limit_ttl_async,
+        get_rate_limit_ttl_keys,
+        get_rate_limit_ttl_pipeline,
+    )
+    from ._is_finished import (
+        IsFinishedKeys,
+        is_finished,
+        is_finished_async,
+        is_finished_keys,
+        is_finished_pipeline,
+    )
+    from ._is_job_in_list import (
+        IsJobInListKeys,
+        IsJobInListState,
+        is_job_in_list,
+        is_job_in_list_async,
+        is_job_in_list_keys,
+        is_job_in_list_pipeline,
+    )
+    from ._is_maxed import IsMaxedKeys, is_maxed, is_maxed_async, is_maxed_keys, is_maxed_pipeline
+    from ._move_job_from_active_to_wait import (
+        MoveJobFromActiveToWaitKeys,
+        move_job_from_active_to_wait,
+        move_job_from_active_to_wait_async,
+        move_job_from_active_to_wait_keys,
+        move_job_from_active_to_wait_pipeline,
+    )
+    from ._move_jobs_to_wait import (
+        MoveJobsToWaitKeys,
+        MoveJobsToWaitState,
+        move_jobs_to_wait,
+        move_jobs_to_wait_async,
+        move_jobs_to_wait_keys,
+        move_jobs_to_wait_pipeline,
+    )
+    from ._move_stalled_jobs_to_wait import (
+        MoveStalledJobsToWaitKeys,
+        move_stalled_jobs_to_wait,
+        move_stalled_jobs_to_wait_async,
+        move_stalled_jobs_to_wait_keys,
+        move_stalled_jobs_to_wait_pipeline,
+    )
+    from ._move_to_active import (
+        MoveToActiveKeys,
+        move_to_active,
+        move_to_active_async,
+        move_to_active_keys,
+        move_to_active_pipeline,
+    )
+    from ._move_to_delayed import (
+        MoveToDelayedKeys,
+        move_to_delayed,
+        move_to_delayed_async,
+        move_to_delayed_keys,
+        move_to_delayed_pipeline,
+    )
+    from ._move_to_finished import (
+        MoveToFinishedKeys,
+        MoveToFinishedOutcome,
+        move_to_finished,
+        move_to_finished_async,
+        move_to_finished_keys,
+        move_to_finished_pipeline,
+    )
+    from ._move_to_waiting_children import (
+        MoveToWaitingChildrenKeys,
+        move_to_waiting_children,
+        move_to_waiting_children_async,
+        move_to_waiting_children_keys,
+        move_to_waiting_children_pipeline,
+    )
+    from ._obliterate import (
+        ObliterateKeys,
+        obliterate,
+        obliterate_async,
+        obliterate_keys,
+        obliterate_pipeline,
+    )
+    from ._paginate import (
+        PaginateKeys,
+        PaginatePart,
+        paginate,
+        paginate_async,
+        paginate_keys,
+        paginate_pipeline,
+    )
+    from ._pause import PauseAction, PauseKeys, pause, pause_async, pause_keys, pause_pipeline
+    from ._promote import PromoteKeys, promote, promote_async, promote_keys, promote_pipeline
+    from ._rate_limit import (
+        RateLimitKeys,
+        rate_limit,
+        rate_limit_async,
+        rate_limit_keys,
+        rate_limit_pipeline,
+    )
+    from ._release_lock import (
+        ReleaseLockKeys,
+        release_lock,
+        release_lock_async,
+        release_lock_keys,
+        release_lock_pipeline,
+    )
+    from ._remove_child_dependency import (
+        RemoveChildDependencyKeys,
+        remove_child_dependency,
+        remove_child_dependency_async,
+        remove_child_dependency_keys,
+        remove_child_dependency_pipeline,
+    )
+    from ._remove_deduplication_key import (
+        RemoveDeduplicationKeyKeys,
+        remove_deduplication_key,
+        remove_deduplication_key_async,
+        remove_deduplication_key_keys,
+        remove_deduplication_key_pipeline,
+    )
+    from ._remove_job import (
+        RemoveJobKeys,
+        remove_job,
+        remove_job_async,
+        remove_job_keys,
+        remove_job_pipeline,
+    )
+    from ._remove_job_scheduler import (
+        RemoveJobSchedulerKeys,
+        remove_job_scheduler,
+        remove_job_scheduler_async,
+        remove_job_scheduler_keys,
+        remove_job_scheduler_pipeline,
+    )
+    from ._remove_orphaned_jobs import (
+        RemoveOrphanedJobsKeys,
+        remove_orphaned_jobs,
+        remove_orphaned_jobs_async,
+        remove_orphaned_jobs_keys,
+        remove_orphaned_jobs_pipeline,
+    )
+    from ._remove_rate_limit_key import (
+        RemoveRateLimitKeyKeys,
+        remove_rate_limit_key,
+        remove_rate_limit_key_async,
+        remove_rate_limit_key_keys,
+        remove_rate_limit_key_pipeline,
+    )
+    from ._remove_unprocessed_children import (
+        RemoveUnprocessedChildrenKeys,
+        remove_unprocessed_children,
+        remove_unprocessed_children_async,
+        remove_unprocessed_children_keys,
+        remove_unprocessed_children_pipeline,
+    )
+    from ._reprocess_job import (
+        ReprocessJobKeys,
+        ReprocessJobOutcome,
+        reprocess_job,
+        reprocess_job_async,
+        reprocess_job_keys,
+        reprocess_job_pipeline,
+    )
+    from ._retry_job import (
+        RetryJobKeys,
+        retry_job,
+        retry_job_async,
+        retry_job_keys,
+        retry_job_pipeline,
+    )
+    from ._save_stacktrace import (
+        SaveStacktraceKeys,
+        save_stacktrace,
+        save_stacktrace_async,
+        save_stacktrace_keys,
+        save_stacktrace_pipeline,
+    )
+    from ._set_global_concurrency import (
+        SetGlobalConcurrencyKeys,
+        set_global_concurrency,
+        set_global_concurrency_async,
+        set_global_concurrency_keys,
+        set_global_concurrency_pipeline,
+    )
+    from ._set_global_rate_limit import (
+        SetGlobalRateLimitKeys,
+        set_global_rate_limit,
+        set_global_rate_limit_async,
+        set_global_rate_limit_keys,
+        set_global_rate_limit_pipeline,
+    )
+    from ._update_data import (
+        UpdateDataKeys,
+        update_data,
+        update_data_async,
+        update_data_keys,
+        update_data_pipeline,
+    )
+    from ._update_job_scheduler import (
+        UpdateJobSchedulerKeys,
+        update_job_scheduler,
+        update_job_scheduler_async,
+        update_job_scheduler_keys,
+        update_job_scheduler_pipeline,
+    )
+    from ._update_progress import (
+        UpdateProgressKeys,
+        update_progress,
+        update_progress_async,
+        update_progress_keys,
+        update_progress_pipeline,
+    )
+
+    SCRIPTS: tuple[Script, ...]
 
 __all__ = [
     "SCRIPTS",
@@ -765,74 +706,608 @@ __all__ = [
     "update_progress_pipeline",
 ]
 
-
-SCRIPTS: tuple[Script, ...] = (
-    _ADD_DELAYED_JOB,
-    _ADD_FLOW,
-    _ADD_JOB_SCHEDULER,
-    _ADD_LOG,
-    _ADD_PRIORITIZED_JOB,
-    _ADD_STANDARD_JOB,
-    _CHANGE_DELAY,
-    _CHANGE_PRIORITY,
-    _CLEAN_JOBS_IN_SET,
-    _DRAIN,
-    _EXTEND_LOCK,
-    _EXTEND_LOCKS,
-    _GET_COUNTS,
-    _GET_COUNTS_PER_PRIORITY,
-    _GET_DEDUPLICATION_JOB_ID,
-    _GET_DEPENDENCIES,
-    _GET_DEPENDENCY_COUNTS,
-    _GET_GLOBAL_CONCURRENCY,
-    _GET_GLOBAL_RATE_LIMIT,
-    _GET_JOB_LOGS,
-    _GET_JOB_SCHEDULER,
-    _GET_JOB_SCHEDULERS,
-    _GET_JOB_STATE,
-    _GET_JOBS,
-    _GET_METRICS,
-    _GET_RANGES,
-    _GET_RATE_LIMIT_TTL,
-    _IS_FINISHED,
-    _IS_JOB_IN_LIST,
-    _IS_MAXED,
-    _MOVE_JOB_FROM_ACTIVE_TO_WAIT,
-    _MOVE_JOBS_TO_WAIT,
-    _MOVE_STALLED_JOBS_TO_WAIT,
-    _MOVE_TO_ACTIVE,
-    _MOVE_TO_DELAYED,
-    _MOVE_TO_FINISHED,
-    _MOVE_TO_WAITING_CHILDREN,
-    _OBLITERATE,
-    _PAGINATE,
-    _PAUSE,
-    _PROMOTE,
-    _RATE_LIMIT,
-    _RELEASE_LOCK,
-    _REMOVE_CHILD_DEPENDENCY,
-    _REMOVE_DEDUPLICATION_KEY,
-    _REMOVE_JOB,
-    _REMOVE_JOB_SCHEDULER,
-    _REMOVE_ORPHANED_JOBS,
-    _REMOVE_RATE_LIMIT_KEY,
-    _REMOVE_UNPROCESSED_CHILDREN,
-    _REPROCESS_JOB,
-    _RETRY_JOB,
-    _SAVE_STACKTRACE,
-    _SET_GLOBAL_CONCURRENCY,
-    _SET_GLOBAL_RATE_LIMIT,
-    _UPDATE_DATA,
-    _UPDATE_JOB_SCHEDULER,
-    _UPDATE_PROGRESS,
+# Each script's module: its `Script` object and its public names, in the order of SCRIPTS.
+_MODULES = runtime.ScriptModules(
+    __name__,
+    {
+        "_add_delayed_job": (
+            "_ADD_DELAYED_JOB",
+            (
+                "AddDelayedJobKeys",
+                "add_delayed_job",
+                "add_delayed_job_async",
+                "add_delayed_job_keys",
+                "add_delayed_job_pipeline",
+            ),
+        ),
+        "_add_flow": (
+            "_ADD_FLOW",
+            (
+                "AddFlowKeys",
+                "add_flow",
+                "add_flow_async",
+                "add_flow_keys",
+                "add_flow_pipeline",
+            ),
+        ),
+        "_add_job_scheduler": (
+            "_ADD_JOB_SCHEDULER",
+            (
+                "AddJobSchedulerKeys",
+                "add_job_scheduler",
+                "add_job_scheduler_async",
+                "add_job_scheduler_keys",
+                "add_job_scheduler_pipeline",
+            ),
+        ),
+        "_add_log": (
+            "_ADD_LOG",
+            (
+                "AddLogKeys",
+                "add_log",
+                "add_log_async",
+                "add_log_keys",
+                "add_log_pipeline",
+            ),
+        ),
+        "_add_prioritized_job": (
+            "_ADD_PRIORITIZED_JOB",
+            (
+                "AddPrioritizedJobKeys",
+                "add_prioritized_job",
+                "add_prioritized_job_async",
+                "add_prioritized_job_keys",
+                "add_prioritized_job_pipeline",
+            ),
+        ),
+        "_add_standard_job": (
+            "_ADD_STANDARD_JOB",
+            (
+                "AddStandardJobKeys",
+                "add_standard_job",
+                "add_standard_job_async",
+                "add_standard_job_keys",
+                "add_standard_job_pipeline",
+            ),
+        ),
+        "_change_delay": (
+            "_CHANGE_DELAY",
+            (
+                "ChangeDelayKeys",
+                "change_delay",
+                "change_delay_async",
+                "change_delay_keys",
+                "change_delay_pipeline",
+            ),
+        ),
+        "_change_priority": (
+            "_CHANGE_PRIORITY",
+            (
+                "ChangePriorityKeys",
+                "change_priority",
+                "change_priority_async",
+                "change_priority_keys",
+                "change_priority_pipeline",
+            ),
+        ),
+        "_clean_jobs_in_set": (
+            "_CLEAN_JOBS_IN_SET",
+            (
+                "CleanJobsInSetKeys",
+                "CleanJobsInSetState",
+                "clean_jobs_in_set",
+                "clean_jobs_in_set_async",
+                "clean_jobs_in_set_keys",
+                "clean_jobs_in_set_pipeline",
+            ),
+        ),
+        "_drain": ("_DRAIN", ("DrainKeys", "drain", "drain_async", "drain_keys", "drain_pipeline")),
+        "_extend_lock": (
+            "_EXTEND_LOCK",
+            (
+                "ExtendLockKeys",
+                "extend_lock",
+                "extend_lock_async",
+                "extend_lock_keys",
+                "extend_lock_pipeline",
+            ),
+        ),
+        "_extend_locks": (
+            "_EXTEND_LOCKS",
+            (
+                "ExtendLocksKeys",
+                "extend_locks",
+                "extend_locks_async",
+                "extend_locks_keys",
+                "extend_locks_pipeline",
+            ),
+        ),
+        "_get_counts": (
+            "_GET_COUNTS",
+            (
+                "GetCountsKeys",
+                "get_counts",
+                "get_counts_async",
+                "get_counts_keys",
+                "get_counts_pipeline",
+            ),
+        ),
+        "_get_counts_per_priority": (
+            "_GET_COUNTS_PER_PRIORITY",
+            (
+                "GetCountsPerPriorityKeys",
+                "get_counts_per_priority",
+                "get_counts_per_priority_async",
+                "get_counts_per_priority_keys",
+                "get_counts_per_priority_pipeline",
+            ),
+        ),
+        "_get_deduplication_job_id": (
+            "_GET_DEDUPLICATION_JOB_ID",
+            (
+                "GetDeduplicationJobIdKeys",
+                "get_deduplication_job_id",
+                "get_deduplication_job_id_async",
+                "get_deduplication_job_id_keys",
+                "get_deduplication_job_id_pipeline",
+            ),
+        ),
+        "_get_dependencies": (
+            "_GET_DEPENDENCIES",
+            (
+                "GetDependenciesKeys",
+                "get_dependencies",
+                "get_dependencies_async",
+                "get_dependencies_keys",
+                "get_dependencies_pipeline",
+            ),
+        ),
+        "_get_dependency_counts": (
+            "_GET_DEPENDENCY_COUNTS",
+            (
+                "GetDependencyCountsKeys",
+                "get_dependency_counts",
+                "get_dependency_counts_async",
+                "get_dependency_counts_keys",
+                "get_dependency_counts_pipeline",
+            ),
+        ),
+        "_get_global_concurrency": (
+            "_GET_GLOBAL_CONCURRENCY",
+            (
+                "GetGlobalConcurrencyKeys",
+                "get_global_concurrency",
+                "get_global_concurrency_async",
+                "get_global_concurrency_keys",
+                "get_global_concurrency_pipeline",
+            ),
+        ),
+        "_get_global_rate_limit": (
+            "_GET_GLOBAL_RATE_LIMIT",
+            (
+                "GetGlobalRateLimitKeys",
+                "get_global_rate_limit",
+                "get_global_rate_limit_async",
+                "get_global_rate_limit_keys",
+                "get_global_rate_limit_pipeline",
+            ),
+        ),
+        "_get_job_logs": (
+            "_GET_JOB_LOGS",
+            (
+                "GetJobLogsKeys",
+                "get_job_logs",
+                "get_job_logs_async",
+                "get_job_logs_keys",
+                "get_job_logs_pipeline",
+            ),
+        ),
+        "_get_job_scheduler": (
+            "_GET_JOB_SCHEDULER",
+            (
+                "GetJobSchedulerKeys",
+                "get_job_scheduler",
+                "get_job_scheduler_async",
+                "get_job_scheduler_keys",
+                "get_job_scheduler_pipeline",
+            ),
+        ),
+        "_get_job_schedulers": (
+            "_GET_JOB_SCHEDULERS",
+            (
+                "GetJobSchedulersKeys",
+                "get_job_schedulers",
+                "get_job_schedulers_async",
+                "get_job_schedulers_keys",
+                "get_job_schedulers_pipeline",
+            ),
+        ),
+        "_get_job_state": (
+            "_GET_JOB_STATE",
+            (
+                "GetJobStateKeys",
+                "get_job_state",
+                "get_job_state_async",
+                "get_job_state_keys",
+                "get_job_state_pipeline",
+            ),
+        ),
+        "_get_jobs": (
+            "_GET_JOBS",
+            (
+                "GetJobsKeys",
+                "GetJobsState",
+                "get_jobs",
+                "get_jobs_async",
+                "get_jobs_keys",
+                "get_jobs_pipeline",
+            ),
+        ),
+        "_get_metrics": (
+            "_GET_METRICS",
+            (
+                "GetMetricsKeys",
+                "GetMetricsOutcome",
+                "get_metrics",
+                "get_metrics_async",
+                "get_metrics_keys",
+                "get_metrics_pipeline",
+            ),
+        ),
+        "_get_ranges": (
+            "_GET_RANGES",
+            (
+                "GetRangesKeys",
+                "GetRangesState",
+                "get_ranges",
+                "get_ranges_async",
+                "get_ranges_keys",
+                "get_ranges_pipeline",
+            ),
+        ),
+        "_get_rate_limit_ttl": (
+            "_GET_RATE_LIMIT_TTL",
+            (
+                "GetRateLimitTtlKeys",
+                "get_rate_limit_ttl",
+                "get_rate_limit_ttl_async",
+                "get_rate_limit_ttl_keys",
+                "get_rate_limit_ttl_pipeline",
+            ),
+        ),
+        "_is_finished": (
+            "_IS_FINISHED",
+            (
+                "IsFinishedKeys",
+                "is_finished",
+                "is_finished_async",
+                "is_finished_keys",
+                "is_finished_pipeline",
+            ),
+        ),
+        "_is_job_in_list": (
+            "_IS_JOB_IN_LIST",
+            (
+                "IsJobInListKeys",
+                "IsJobInListState",
+                "is_job_in_list",
+                "is_job_in_list_async",
+                "is_job_in_list_keys",
+                "is_job_in_list_pipeline",
+            ),
+        ),
+        "_is_maxed": (
+            "_IS_MAXED",
+            (
+                "IsMaxedKeys",
+                "is_maxed",
+                "is_maxed_async",
+                "is_maxed_keys",
+                "is_maxed_pipeline",
+            ),
+        ),
+        "_move_job_from_active_to_wait": (
+            "_MOVE_JOB_FROM_ACTIVE_TO_WAIT",
+            (
+                "MoveJobFromActiveToWaitKeys",
+                "move_job_from_active_to_wait",
+                "move_job_from_active_to_wait_async",
+                "move_job_from_active_to_wait_keys",
+                "move_job_from_active_to_wait_pipeline",
+            ),
+        ),
+        "_move_jobs_to_wait": (
+            "_MOVE_JOBS_TO_WAIT",
+            (
+                "MoveJobsToWaitKeys",
+                "MoveJobsToWaitState",
+                "move_jobs_to_wait",
+                "move_jobs_to_wait_async",
+                "move_jobs_to_wait_keys",
+                "move_jobs_to_wait_pipeline",
+            ),
+        ),
+        "_move_stalled_jobs_to_wait": (
+            "_MOVE_STALLED_JOBS_TO_WAIT",
+            (
+                "MoveStalledJobsToWaitKeys",
+                "move_stalled_jobs_to_wait",
+                "move_stalled_jobs_to_wait_async",
+                "move_stalled_jobs_to_wait_keys",
+                "move_stalled_jobs_to_wait_pipeline",
+            ),
+        ),
+        "_move_to_active": (
+            "_MOVE_TO_ACTIVE",
+            (
+                "MoveToActiveKeys",
+                "move_to_active",
+                "move_to_active_async",
+                "move_to_active_keys",
+                "move_to_active_pipeline",
+            ),
+        ),
+        "_move_to_delayed": (
+            "_MOVE_TO_DELAYED",
+            (
+                "MoveToDelayedKeys",
+                "move_to_delayed",
+                "move_to_delayed_async",
+                "move_to_delayed_keys",
+                "move_to_delayed_pipeline",
+            ),
+        ),
+        "_move_to_finished": (
+            "_MOVE_TO_FINISHED",
+            (
+                "MoveToFinishedKeys",
+                "MoveToFinishedOutcome",
+                "move_to_finished",
+                "move_to_finished_async",
+                "move_to_finished_keys",
+                "move_to_finished_pipeline",
+            ),
+        ),
+        "_move_to_waiting_children": (
+            "_MOVE_TO_WAITING_CHILDREN",
+            (
+                "MoveToWaitingChildrenKeys",
+                "move_to_waiting_children",
+                "move_to_waiting_children_async",
+                "move_to_waiting_children_keys",
+                "move_to_waiting_children_pipeline",
+            ),
+        ),
+        "_obliterate": (
+            "_OBLITERATE",
+            (
+                "ObliterateKeys",
+                "obliterate",
+                "obliterate_async",
+                "obliterate_keys",
+                "obliterate_pipeline",
+            ),
+        ),
+        "_paginate": (
+            "_PAGINATE",
+            (
+                "PaginateKeys",
+                "PaginatePart",
+                "paginate",
+                "paginate_async",
+                "paginate_keys",
+                "paginate_pipeline",
+            ),
+        ),
+        "_pause": (
+            "_PAUSE",
+            (
+                "PauseAction",
+                "PauseKeys",
+                "pause",
+                "pause_async",
+                "pause_keys",
+                "pause_pipeline",
+            ),
+        ),
+        "_promote": (
+            "_PROMOTE",
+            (
+                "PromoteKeys",
+                "promote",
+                "promote_async",
+                "promote_keys",
+                "promote_pipeline",
+            ),
+        ),
+        "_rate_limit": (
+            "_RATE_LIMIT",
+            (
+                "RateLimitKeys",
+                "rate_limit",
+                "rate_limit_async",
+                "rate_limit_keys",
+                "rate_limit_pipeline",
+            ),
+        ),
+        "_release_lock": (
+            "_RELEASE_LOCK",
+            (
+                "ReleaseLockKeys",
+                "release_lock",
+                "release_lock_async",
+                "release_lock_keys",
+                "release_lock_pipeline",
+            ),
+        ),
+        "_remove_child_dependency": (
+            "_REMOVE_CHILD_DEPENDENCY",
+            (
+                "RemoveChildDependencyKeys",
+                "remove_child_dependency",
+                "remove_child_dependency_async",
+                "remove_child_dependency_keys",
+                "remove_child_dependency_pipeline",
+            ),
+        ),
+        "_remove_deduplication_key": (
+            "_REMOVE_DEDUPLICATION_KEY",
+            (
+                "RemoveDeduplicationKeyKeys",
+                "remove_deduplication_key",
+                "remove_deduplication_key_async",
+                "remove_deduplication_key_keys",
+                "remove_deduplication_key_pipeline",
+            ),
+        ),
+        "_remove_job": (
+            "_REMOVE_JOB",
+            (
+                "RemoveJobKeys",
+                "remove_job",
+                "remove_job_async",
+                "remove_job_keys",
+                "remove_job_pipeline",
+            ),
+        ),
+        "_remove_job_scheduler": (
+            "_REMOVE_JOB_SCHEDULER",
+            (
+                "RemoveJobSchedulerKeys",
+                "remove_job_scheduler",
+                "remove_job_scheduler_async",
+                "remove_job_scheduler_keys",
+                "remove_job_scheduler_pipeline",
+            ),
+        ),
+        "_remove_orphaned_jobs": (
+            "_REMOVE_ORPHANED_JOBS",
+            (
+                "RemoveOrphanedJobsKeys",
+                "remove_orphaned_jobs",
+                "remove_orphaned_jobs_async",
+                "remove_orphaned_jobs_keys",
+                "remove_orphaned_jobs_pipeline",
+            ),
+        ),
+        "_remove_rate_limit_key": (
+            "_REMOVE_RATE_LIMIT_KEY",
+            (
+                "RemoveRateLimitKeyKeys",
+                "remove_rate_limit_key",
+                "remove_rate_limit_key_async",
+                "remove_rate_limit_key_keys",
+                "remove_rate_limit_key_pipeline",
+            ),
+        ),
+        "_remove_unprocessed_children": (
+            "_REMOVE_UNPROCESSED_CHILDREN",
+            (
+                "RemoveUnprocessedChildrenKeys",
+                "remove_unprocessed_children",
+                "remove_unprocessed_children_async",
+                "remove_unprocessed_children_keys",
+                "remove_unprocessed_children_pipeline",
+            ),
+        ),
+        "_reprocess_job": (
+            "_REPROCESS_JOB",
+            (
+                "ReprocessJobKeys",
+                "ReprocessJobOutcome",
+                "reprocess_job",
+                "reprocess_job_async",
+                "reprocess_job_keys",
+                "reprocess_job_pipeline",
+            ),
+        ),
+        "_retry_job": (
+            "_RETRY_JOB",
+            (
+                "RetryJobKeys",
+                "retry_job",
+                "retry_job_async",
+                "retry_job_keys",
+                "retry_job_pipeline",
+            ),
+        ),
+        "_save_stacktrace": (
+            "_SAVE_STACKTRACE",
+            (
+                "SaveStacktraceKeys",
+                "save_stacktrace",
+                "save_stacktrace_async",
+                "save_stacktrace_keys",
+                "save_stacktrace_pipeline",
+            ),
+        ),
+        "_set_global_concurrency": (
+            "_SET_GLOBAL_CONCURRENCY",
+            (
+                "SetGlobalConcurrencyKeys",
+                "set_global_concurrency",
+                "set_global_concurrency_async",
+                "set_global_concurrency_keys",
+                "set_global_concurrency_pipeline",
+            ),
+        ),
+        "_set_global_rate_limit": (
+            "_SET_GLOBAL_RATE_LIMIT",
+            (
+                "SetGlobalRateLimitKeys",
+                "set_global_rate_limit",
+                "set_global_rate_limit_async",
+                "set_global_rate_limit_keys",
+                "set_global_rate_limit_pipeline",
+            ),
+        ),
+        "_update_data": (
+            "_UPDATE_DATA",
+            (
+                "UpdateDataKeys",
+                "update_data",
+                "update_data_async",
+                "update_data_keys",
+                "update_data_pipeline",
+            ),
+        ),
+        "_update_job_scheduler": (
+            "_UPDATE_JOB_SCHEDULER",
+            (
+                "UpdateJobSchedulerKeys",
+                "update_job_scheduler",
+                "update_job_scheduler_async",
+                "update_job_scheduler_keys",
+                "update_job_scheduler_pipeline",
+            ),
+        ),
+        "_update_progress": (
+            "_UPDATE_PROGRESS",
+            (
+                "UpdateProgressKeys",
+                "update_progress",
+                "update_progress_async",
+                "update_progress_keys",
+                "update_progress_pipeline",
+            ),
+        ),
+    },
 )
+
+
+def __getattr__(name: str) -> object:
+    return _MODULES.attribute(name, globals())
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def load_all(client: SyncClient) -> list[str]:
     """SCRIPT LOAD every script (on every primary of a cluster), so no call pays for a load."""
-    return runtime.load_all(client, SCRIPTS)
+    return runtime.load_all(client, _MODULES.scripts())
 
 
 async def load_all_async(client: AsyncClient) -> list[str]:
     """`load_all` for redis.asyncio clients."""
-    return await runtime.load_all_async(client, SCRIPTS)
+    return await runtime.load_all_async(client, _MODULES.scripts())
