@@ -139,6 +139,13 @@ def _failed(exc: BaseException) -> _Ended:
     return "failed", str(exc) or type(exc).__name__, stack
 
 
+def _settings(settings: WorkerSettings | None, options: dict[str, Any]) -> WorkerSettings:
+    """A worker's settings: given whole, or as keyword arguments, not both."""
+    if settings is not None and options:
+        raise TypeError(f"pass settings= or {', '.join(sorted(options))}=, not both")
+    return settings or WorkerSettings(**options)
+
+
 def _token(name: str, pickups: Iterator[int]) -> str:
     return f"{name}:{next(pickups)}"
 
@@ -159,7 +166,7 @@ class Worker:
         self.client = client
         self.queue = queue
         self.processor = processor
-        self.settings = settings or WorkerSettings(**options)
+        self.settings = _settings(settings, options)
         self.name = self.settings.name or os.urandom(6).hex()
         self._closing = threading.Event()  # no pickups from now on
         self._done = threading.Event()  # every slot has ended (or was given up on)
@@ -411,7 +418,7 @@ class AsyncWorker:
         self.client = client
         self.queue = queue
         self.processor = processor
-        self.settings = settings or WorkerSettings(**options)
+        self.settings = _settings(settings, options)
         self.name = self.settings.name or os.urandom(6).hex()
         self._closing = asyncio.Event()
         self._done = asyncio.Event()

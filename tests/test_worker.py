@@ -413,6 +413,10 @@ def test_a_bad_queue_name_or_setting_is_refused_at_once(r: redis.Redis) -> None:
         Worker(r, "a:b}", lambda job: None)
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         WorkerSettings(concurrency=0)
+    with pytest.raises(TypeError, match="pass settings= or concurrency=, not both"):
+        Worker(r, "mail", lambda job: None, WorkerSettings(), concurrency=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'concurency'"):
+        Worker(r, "mail", lambda job: None, concurency=2)
 
 
 def test_the_options_are_the_json_the_scripts_read() -> None:
