@@ -22,6 +22,7 @@ from .runtime import ArgumentError, PipelineIncompleteError, execute, execute_as
 from .runtime.arguments import now_ms
 from .runtime.clients import AsyncClient, SyncClient
 from .runtime.replies import text
+from .schedulers import upsert_job_scheduler
 
 _MAX_PRIORITY = 2097151
 
@@ -263,6 +264,88 @@ class Queue:
         """The state the job is in ("unknown" for none)."""
         return g.get_job_state(self.client, queue=self.name, job_id=job_id)
 
+    def get_jobs(
+        self, *states: g.GetJobsState, start: int = 0, end: int = -1, asc: bool = False
+    ) -> list[Job]:
+        """The jobs in `states` (each state's places `start` to `end`, -1 for its last; the next
+        to run last, or first with `asc`), state after state."""
+        found = g.get_jobs(
+            self.client, queue=self.name, start=start, end=end, asc=asc, state=states
+        )
+        return _jobs(found)
+
+    def promote(self, job_id: str) -> None:
+        """Run a delayed job now (JobNotExist, JobNotInState when it is none or not delayed)."""
+        g.promote(self.client, queue=self.name, job_id=job_id)
+
+    def retry(
+        self,
+        job_id: str,
+        state: Literal["completed", "failed"] = "failed",
+        reset_attempts: bool = False,
+    ) -> str:
+        """Put a finished job back to run again; where it went ("wait", "paused" or
+        "prioritized")."""
+        return g.reprocess_job(
+            self.client,
+            queue=self.name,
+            job_id=job_id,
+            outcome=state,
+            reset_attempts=reset_attempts,
+        )
+
+    def remove(self, job_id: str, remove_children: bool = False) -> bool:
+        """Remove a job (and with `remove_children` its tree), in calls of at most
+        `_BATCH` jobs; False when it, or a job of its tree, is held by a worker."""
+        while True:
+            done = g.remove_job(
+                self.client,
+                queue=self.name,
+                job_id=job_id,
+                remove_children=remove_children,
+                limit=_BATCH,
+            )
+            if done != _GOES_ON:
+                return done == 1
+
+    def drain(self, delayed: bool = False) -> int:
+        """Remove every waiting job (and with `delayed` the delayed ones), in calls of at most
+        `_BATCH`; how many were removed."""
+        removed = 0
+        while True:
+            count = g.drain(self.client, queue=self.name, delayed=delayed, count=_BATCH)
+            removed += count
+            if count < _BATCH:
+                return removed
+
+    def clean(self, state: g.CleanJobsInSetState, grace: int = 0) -> list[str]:
+        """Remove the jobs of `state` older than `grace` ms, in calls that read at most
+        `_BATCH` entries each; the ids removed."""
+        removed: list[str] = []
+        cursor = 0
+        while True:
+            cursor, ids = g.clean_jobs_in_set(
+                self.client, queue=self.name, state=state, grace=grace, limit=_BATCH, cursor=cursor
+            )
+            removed += ids
+            if cursor == 0:
+                return removed
+
+    def upsert_job_scheduler(self, scheduler_id: str, **settings: Any) -> tuple[str, int]:
+        """Create or update a job scheduler of this queue (schedulers.upsert_job_scheduler,
+        which names the settings); the pending iteration's id and when it runs."""
+        return upsert_job_scheduler(self.client, self.name, scheduler_id, now=now_ms(), **settings)
+
+
+# Jobs a walk's call takes at most (removeJob-13, drain-5, cleanJobsInSet-5): a call holds the
+# server for about a millisecond a thousand jobs (docs/benchmarks.md, walks).
+_BATCH = 1000
+_GOES_ON = 2  # removeJob-13: part of the tree removed, a next call goes on
+
+
+def _jobs(found: Sequence[Sequence[tuple[str, dict[str, str]]]]) -> list[Job]:
+    return [Job.from_fields(job_id, fields) for state in found for job_id, fields in state]
+
 
 def _texts(fields: Mapping[Any, Any]) -> dict[str, str]:
     return {text(k): text(v) for k, v in fields.items()}
@@ -360,3 +443,59 @@ class AsyncQueue:
 
     async def get_state(self, job_id: str) -> str:
         return await g.get_job_state_async(self.client, queue=self.name, job_id=job_id)
+
+    async def get_jobs(
+        self, *states: g.GetJobsState, start: int = 0, end: int = -1, asc: bool = False
+    ) -> list[Job]:
+        found = await g.get_jobs_async(
+            self.client, queue=self.name, start=start, end=end, asc=asc, state=states
+        )
+        return _jobs(found)
+
+    async def promote(self, job_id: str) -> None:
+        await g.promote_async(self.client, queue=self.name, job_id=job_id)
+
+    async def retry(
+        self,
+        job_id: str,
+        state: Literal["completed", "failed"] = "failed",
+        reset_attempts: bool = False,
+    ) -> str:
+        return await g.reprocess_job_async(
+            self.client,
+            queue=self.name,
+            job_id=job_id,
+            outcome=state,
+            reset_attempts=reset_attempts,
+        )
+
+    async def remove(self, job_id: str, remove_children: bool = False) -> bool:
+        while True:
+            done = await g.remove_job_async(
+                self.client,
+                queue=self.name,
+                job_id=job_id,
+                remove_children=remove_children,
+                limit=_BATCH,
+            )
+            if done != _GOES_ON:
+                return done == 1
+
+    async def drain(self, delayed: bool = False) -> int:
+        removed = 0
+        while True:
+            count = await g.drain_async(self.client, queue=self.name, delayed=delayed, count=_BATCH)
+            removed += count
+            if count < _BATCH:
+                return removed
+
+    async def clean(self, state: g.CleanJobsInSetState, grace: int = 0) -> list[str]:
+        removed: list[str] = []
+        cursor = 0
+        while True:
+            cursor, ids = await g.clean_jobs_in_set_async(
+                self.client, queue=self.name, state=state, grace=grace, limit=_BATCH, cursor=cursor
+            )
+            removed += ids
+            if cursor == 0:
+                return removed

@@ -481,3 +481,60 @@ def test_an_asyncio_reader_waits_for_the_next_event(
 
     (event,) = asyncio.run(main())
     assert (event.event, event.job_id, event.fields) == ("waiting", "1", {"name": "send"})
+
+
+# -- the queue's other operations ---------------------------------------------------------
+
+
+def test_the_queue_reads_retries_and_removes_jobs(r: redis.Redis) -> None:
+    queue = Queue(r, "mail")
+    ids = [a.job_id for a in queue.add_bulk([("send", n) for n in range(5)])]
+    later = queue.add("later", None, JobOptions(delay=60_000)).job_id
+    assert [j.id for j in queue.get_jobs("wait", asc=True)] == ids
+    assert [j.data for j in queue.get_jobs("wait", "delayed", start=0, end=1)] == [4, 3, None]
+    queue.promote(later)
+    assert queue.get_state(later) == "wait"
+    Worker(r, "mail", refuse).run(burst=True, handle_signals=False)
+    assert queue.counts().failed == 6
+    assert queue.retry(ids[0], reset_attempts=True) == "wait"
+    assert (queue.get_job(ids[0]) or pytest.fail("gone")).attempts_made == 0
+    assert queue.remove(ids[0]) is True
+    assert queue.get_job(ids[0]) is None
+    assert sorted(queue.clean("failed")) == sorted([*ids[1:], later])
+    assert queue.counts() == (0,) * 8
+
+
+def test_the_queue_drains_in_batches(r: redis.Redis) -> None:
+    queue = Queue(r, "mail")
+    queue.add_bulk([("send", n) for n in range(2500)])  # more than one call's batch
+    queue.add("later", None, JobOptions(delay=60_000))
+    assert queue.drain() == 2500
+    assert (queue.counts().wait, queue.counts().delayed) == (0, 1)
+    assert queue.drain(delayed=True) == 1
+
+
+def test_the_queue_schedules_jobs(r: redis.Redis) -> None:
+    queue = Queue(r, "mail")
+    job_id, run_at = queue.upsert_job_scheduler("digest", name="digest", every=60_000)
+    assert queue.get_state(job_id) in ("wait", "delayed")
+    assert run_at >= 0
+    job = queue.get_job(job_id)
+    assert job is not None
+    assert job.name == "digest"
+
+
+def test_the_asyncio_queue_does_the_same(redis_server: RedisServer, r: redis.Redis) -> None:
+    async def main() -> tuple[list[str], bool, int, list[str]]:
+        client = redis.asyncio.Redis(port=redis_server.port)
+        try:
+            queue = AsyncQueue(client, "mail")
+            ids = [a.job_id for a in await queue.add_bulk([("send", n) for n in range(3)])]
+            listed = [j.id for j in await queue.get_jobs("wait", asc=True)]
+            removed = await queue.remove(ids[0])
+            drained = await queue.drain()
+            return listed, removed, drained, ids
+        finally:
+            await client.aclose()
+
+    listed, removed, drained, ids = asyncio.run(main())
+    assert (listed, removed, drained) == (ids, True, 2)
