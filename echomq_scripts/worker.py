@@ -86,6 +86,10 @@ class WorkerSettings:
     idle_block: float = 1.0  # s an idle slot blocks on the marker before it looks again
     shutdown_timeout: float | None = None  # s the jobs in hand get to finish once closing
     name: str = ""  # the worker's name in its lock tokens; "" for a random one
+    # The retry delay in ms of a failed job whose backoff type is neither "fixed" nor
+    # "exponential" (the script's own two), from the attempts made with this one, the job
+    # and its exception; None: such a job is retried at once.
+    backoff_strategy: Callable[[int, Job, Exception], int] | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -104,11 +108,23 @@ class WorkerSettings:
             "limit_duration": limit_duration,
         }
 
-    def finish(self, job: Job, token: str, ended: _Ended, fetch_next: bool) -> dict[str, Any]:
-        """moveToFinished-14's arguments for `job`, which `ended` so."""
+    def finish(
+        self,
+        job: Job,
+        token: str,
+        ended: _Ended,
+        fetch_next: bool,
+        failure: Exception | None = None,
+    ) -> dict[str, Any]:
+        """moveToFinished-14's arguments for `job`, which `ended` so (with `failure`, the
+        exception of its function)."""
         limit_max, limit_duration = self.limit
         outcome, result, stacktrace = ended
+        backoff_delay = 0
+        if failure is not None and self.backoff_strategy is not None and _custom(job):
+            backoff_delay = max(0, int(self.backoff_strategy(job.attempts_made + 1, job, failure)))
         return {
+            "backoff_delay": backoff_delay,
             "job_id": job.id,
             "token": token,
             "outcome": outcome,
@@ -125,6 +141,12 @@ class WorkerSettings:
 # How a job's function ended: ("completed", its value as JSON, "") or ("failed", the
 # exception's text, its traceback).
 _Ended = tuple[Literal["completed", "failed"], str, str]
+
+
+def _custom(job: Job) -> bool:
+    """Whether the job's backoff is of a type the script leaves to the caller's strategy."""
+    backoff = job.opts.get("backoff")
+    return isinstance(backoff, dict) and backoff.get("type") not in (None, "fixed", "exponential")
 
 
 def _completed(value: object) -> _Ended:
@@ -303,12 +325,13 @@ class Worker:
 
     def _work(self, job: ActiveJob) -> ActiveJob | None:
         """Run the function on `job` and finish it; the next job the finish picked up."""
+        failure: Exception | None = None
         try:
             ended = _completed(self.processor(job))
         except Exception as exc:  # the job's failure: its text and traceback are stored
-            ended = _failed(exc)
+            ended, failure = _failed(exc), exc
         fetch_next = not self._closing.is_set()
-        arguments = self.settings.finish(job, job.token, ended, fetch_next)
+        arguments = self.settings.finish(job, job.token, ended, fetch_next, failure)
         try:
             finished = self._send(g.move_to_finished, self.client, queue=self.queue, **arguments)
         except ScriptFailed:
@@ -528,12 +551,13 @@ class AsyncWorker:
         return AsyncActiveJob(**values, token=token, queue=self.queue, client=self.client)
 
     async def _work(self, job: AsyncActiveJob) -> AsyncActiveJob | None:
+        failure: Exception | None = None
         try:
             ended = _completed(await self.processor(job))
         except Exception as exc:  # the job's failure: its text and traceback are stored
-            ended = _failed(exc)
+            ended, failure = _failed(exc), exc
         fetch_next = not self._closing.is_set()
-        arguments = self.settings.finish(job, job.token, ended, fetch_next)
+        arguments = self.settings.finish(job, job.token, ended, fetch_next, failure)
         try:
             finished = await self._send(
                 g.move_to_finished_async, self.client, queue=self.queue, **arguments

@@ -24,7 +24,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from echomq_scripts.events import AsyncQueueEvents, Event, QueueEvents
-from echomq_scripts.queue import AsyncQueue, Backoff, JobOptions, Queue
+from echomq_scripts.queue import AsyncQueue, Backoff, Job, JobOptions, Queue
 from echomq_scripts.runtime import ArgumentError, keys
 from echomq_scripts.worker import (
     ActiveJob,
@@ -153,6 +153,29 @@ def test_a_failing_job_is_retried_with_its_backoff_then_fails_with_its_traceback
     # Each retry waited in delayed for the backoff, by the server's clock.
     assert len(starts) == 3
     assert all(later - earlier >= 200 for earlier, later in itertools.pairwise(starts))
+
+
+def test_a_custom_backoff_type_takes_the_workers_strategy(r: redis.Redis) -> None:
+    queue = Queue(r, "mail")
+    linear = JobOptions(attempts=3, extra={"backoff": {"type": "linear", "delay": 700}})
+    custom = queue.add("send", "ada", linear).job_id
+    slow_retry = JobOptions(attempts=3, backoff=Backoff("fixed", 50_000))
+    fixed = queue.add("send", "bob", slow_retry).job_id
+    asked: list[tuple[int, str, str]] = []
+
+    def strategy(attempts: int, job: Job, failure: Exception) -> int:
+        asked.append((attempts, job.id, str(failure)))
+        return attempts * 60_000  # long: the burst ends before either job is due again
+
+    Worker(r, "mail", refuse, backoff_strategy=strategy).run(burst=True, handle_signals=False)
+    # Only the job of a type the script leaves to the caller asks the strategy.
+    assert asked == [(1, custom, "no mail for ada")]
+    delays = {
+        job_id: (queue.get_job(job_id) or pytest.fail("gone")).fields["delay"]
+        for job_id in (custom, fixed)
+    }
+    assert delays == {custom: "60000", fixed: "50000"}
+    assert {queue.get_state(custom), queue.get_state(fixed)} == {"delayed"}
 
 
 def test_a_value_that_is_not_json_fails_the_job(r: redis.Redis) -> None:
