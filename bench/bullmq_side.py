@@ -31,8 +31,9 @@ from scriptcost import (
     LOCK_MS,
     MAX_EVENTS,
     SCHEDULER_EVERY_MS,
-    now_ms,
 )
+
+from echomq_scripts.runtime.arguments import now_ms
 
 PREFIX = "bull"
 

@@ -34,6 +34,7 @@ import redis.asyncio
 
 from echomq_scripts.flows import FlowJob, add_flow
 from echomq_scripts.generated import scripts as emq
+from echomq_scripts.runtime.arguments import now_ms
 from echomq_scripts.schedulers import upsert_job_scheduler
 
 LOCK_MS = 30_000
@@ -42,10 +43,6 @@ TOKEN = "bench-worker:1"
 # `opts.maxLenEvents`), low enough that every round runs with a full stream, trimmed as it grows,
 # as a queue that has run for a while does.
 MAX_EVENTS = 100
-
-
-def now_ms() -> int:
-    return round(time.time() * 1000)
 
 
 def _ratio(numerator: float, denominator: float) -> float:

@@ -23,7 +23,7 @@ from .runtime import ArgumentError, arguments
 from .runtime.clients import AsyncClient, SyncClient
 
 _SCRIPT = "addFlow-10"
-_MAX_PRIORITY = 2097151
+MAX_PRIORITY = 2097151  # a priority's highest value, as the add scripts' headers say
 _MAX_RUN_AT = 2**53 - 1  # the largest integer a Lua number and a sorted set's score hold exactly
 
 
@@ -120,7 +120,7 @@ def _node_values(nodes: Sequence[_Placed], now: int) -> list[bytes]:
             arguments.json_arg(_SCRIPT, "opts", node.opts, form="object"),
             arguments.string_arg(_SCRIPT, "dedup_id", node.dedup_id),
             delay,
-            arguments.int_arg(_SCRIPT, "priority", node.priority, low=0, high=_MAX_PRIORITY),
+            arguments.int_arg(_SCRIPT, "priority", node.priority, low=0, high=MAX_PRIORITY),
             str(len(node.children)).encode(),
         )
     return values

@@ -14,17 +14,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from . import generated as g
-from .flows import FlowIds, FlowJob, add_flow, add_flow_async
+from .flows import MAX_PRIORITY, FlowIds, FlowJob, add_flow, add_flow_async
 from .runtime import ArgumentError, PipelineIncompleteError, execute, execute_async, keys
-from .runtime.arguments import now_ms
+from .runtime.arguments import check_queue_name, now_ms
 from .runtime.clients import AsyncClient, SyncClient
 from .runtime.replies import text
 from .schedulers import upsert_job_scheduler
-
-_MAX_PRIORITY = 2097151
 
 
 @dataclass(frozen=True)
@@ -131,7 +129,8 @@ class Job:
     fields: Mapping[str, str]  # the whole hash, as text
 
     @classmethod
-    def from_fields(cls, job_id: str, fields: Mapping[str, str]) -> Job:
+    def from_fields(cls, job_id: str, fields: Mapping[str, str], **more: Any) -> Self:
+        """The job of this id and hash; `more`, a subclass's own fields."""
         return cls(
             id=job_id,
             name=fields.get("name", ""),
@@ -139,6 +138,7 @@ class Job:
             opts=_options(fields.get("opts")),
             attempts_made=int(fields.get("atm") or 0),
             fields=dict(fields),
+            **more,
         )
 
     @property
@@ -181,9 +181,9 @@ def _add_call(name: str, data: object, options: JobOptions) -> tuple[str, dict[s
     """The wrapper an add takes, and its arguments (but the client and the queue)."""
     if options.delay < 0:
         raise ArgumentError(f"job {name!r}: delay must be >= 0, got {options.delay}")
-    if not 0 <= options.priority <= _MAX_PRIORITY:
+    if not 0 <= options.priority <= MAX_PRIORITY:
         raise ArgumentError(
-            f"job {name!r}: priority must be from 0 to {_MAX_PRIORITY}, got {options.priority}"
+            f"job {name!r}: priority must be from 0 to {MAX_PRIORITY}, got {options.priority}"
         )
     try:
         text = _encoded_data(data)
@@ -214,7 +214,7 @@ class Queue:
     def __init__(self, client: SyncClient, name: str) -> None:
         self.client = client
         self.name = name
-        g.get_counts_keys(name)  # the queue's name checked once, here
+        check_queue_name("Queue", name)  # checked once, here
 
     def add(self, name: str, data: object = None, options: JobOptions = _NO_OPTIONS) -> g.Added:
         """Add one job; its id and 1, or the id of the job that was there (a custom id or a
@@ -399,7 +399,7 @@ class AsyncQueue:
     def __init__(self, client: AsyncClient, name: str) -> None:
         self.client = client
         self.name = name
-        g.get_counts_keys(name)
+        check_queue_name("AsyncQueue", name)
 
     async def add(
         self, name: str, data: object = None, options: JobOptions = _NO_OPTIONS

@@ -44,7 +44,7 @@ import redis
 from . import generated as g
 from .queue import Job
 from .runtime import ScriptFailed, keys
-from .runtime.arguments import now_ms
+from .runtime.arguments import check_queue_name, now_ms
 from .runtime.clients import AsyncClient, SyncClient
 
 _T = TypeVar("_T")
@@ -54,13 +54,17 @@ _MAX_PAUSE_S = 5.0
 
 
 @dataclass(frozen=True, eq=False)
-class ActiveJob(Job):
-    """A job a worker holds: its fields, the lock token of this pickup, and what the function
-    may do with it while it runs."""
+class _HeldJob(Job):
+    """A job a worker holds: its fields, the lock token of this pickup, and where it runs."""
 
     token: str = ""
     queue: str = ""
     client: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class ActiveJob(_HeldJob):
+    """A job a `Worker` holds, and what the function may do with it while it runs."""
 
     def update_progress(self, progress: object) -> None:
         """Store the job's progress (any JSON value) and tell the queue's listeners."""
@@ -110,8 +114,7 @@ class WorkerSettings:
 
     def finish(
         self,
-        job: Job,
-        token: str,
+        job: _HeldJob,
         ended: _Ended,
         fetch_next: bool,
         failure: Exception | None = None,
@@ -126,7 +129,7 @@ class WorkerSettings:
         return {
             "backoff_delay": backoff_delay,
             "job_id": job.id,
-            "token": token,
+            "token": job.token,
             "outcome": outcome,
             "result": result,
             "stacktrace": stacktrace,
@@ -184,7 +187,7 @@ class Worker:
         settings: WorkerSettings | None = None,
         **options: Any,
     ) -> None:
-        g.get_counts_keys(queue)  # the queue's name checked once, here
+        check_queue_name("Worker", queue)  # checked once, here
         self.client = client
         self.queue = queue
         self.processor = processor
@@ -315,12 +318,8 @@ class Worker:
     def _hold(self, job_id: str, fields: dict[str, str], token: str) -> ActiveJob:
         with self._guard:
             self._in_hand[job_id] = token
-        base = Job.from_fields(job_id, fields)
-        return ActiveJob(
-            **{f: getattr(base, f) for f in Job.__dataclass_fields__},
-            token=token,
-            queue=self.queue,
-            client=self.client,
+        return ActiveJob.from_fields(
+            job_id, fields, token=token, queue=self.queue, client=self.client
         )
 
     def _work(self, job: ActiveJob) -> ActiveJob | None:
@@ -331,7 +330,7 @@ class Worker:
         except Exception as exc:  # the job's failure: its text and traceback are stored
             ended, failure = _failed(exc), exc
         fetch_next = not self._closing.is_set()
-        arguments = self.settings.finish(job, job.token, ended, fetch_next, failure)
+        arguments = self.settings.finish(job, ended, fetch_next, failure)
         try:
             finished = self._send(g.move_to_finished, self.client, queue=self.queue, **arguments)
         except ScriptFailed:
@@ -405,12 +404,8 @@ class _GaveUp(Exception):
 
 
 @dataclass(frozen=True, eq=False)
-class AsyncActiveJob(Job):
+class AsyncActiveJob(_HeldJob):
     """`ActiveJob` for `AsyncWorker`: the same fields, its methods coroutines."""
-
-    token: str = ""
-    queue: str = ""
-    client: Any = field(default=None, repr=False)
 
     async def update_progress(self, progress: object) -> None:
         """Store the job's progress (any JSON value) and tell the queue's listeners."""
@@ -437,7 +432,7 @@ class AsyncWorker:
         settings: WorkerSettings | None = None,
         **options: Any,
     ) -> None:
-        g.get_counts_keys(queue)
+        check_queue_name("AsyncWorker", queue)
         self.client = client
         self.queue = queue
         self.processor = processor
@@ -546,9 +541,9 @@ class AsyncWorker:
 
     def _hold(self, job_id: str, fields: dict[str, str], token: str) -> AsyncActiveJob:
         self._in_hand[job_id] = token
-        base = Job.from_fields(job_id, fields)
-        values = {f: getattr(base, f) for f in Job.__dataclass_fields__}
-        return AsyncActiveJob(**values, token=token, queue=self.queue, client=self.client)
+        return AsyncActiveJob.from_fields(
+            job_id, fields, token=token, queue=self.queue, client=self.client
+        )
 
     async def _work(self, job: AsyncActiveJob) -> AsyncActiveJob | None:
         failure: Exception | None = None
@@ -557,7 +552,7 @@ class AsyncWorker:
         except Exception as exc:  # the job's failure: its text and traceback are stored
             ended, failure = _failed(exc), exc
         fetch_next = not self._closing.is_set()
-        arguments = self.settings.finish(job, job.token, ended, fetch_next, failure)
+        arguments = self.settings.finish(job, ended, fetch_next, failure)
         try:
             finished = await self._send(
                 g.move_to_finished_async, self.client, queue=self.queue, **arguments

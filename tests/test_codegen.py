@@ -445,3 +445,25 @@ def test_module_names_lists_every_name_the_module_defines(edges: tuple[Path, Mod
         }
         assert repeated <= records
         assert sorted(set(listed)) == sorted(defined - shared)
+
+
+@pytest.mark.parametrize("count", [0, 2, 8, 12])
+def test_the_records_set_is_laid_out_as_ruff_formats_it(count: int, tmp_path: Path) -> None:
+    """The package's _RECORDS, one line, the set on its own line, or a name a line."""
+    from echomq_scripts.toolchain.codegen import _records_lines
+
+    names = [f"LongRecordName{i}" if count > 8 else f"Record{i}" for i in range(count)]
+    lines = _records_lines(names)
+    module = tmp_path / "records.py"
+    module.write_text("\n".join(lines) + "\n")
+    config = ["--config", str(REPO / "pyproject.toml")]
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", *config, str(module)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout
+    namespace: dict[str, object] = {}
+    exec(module.read_text(), namespace)
+    assert namespace["_RECORDS"] == frozenset(names)
+    assert len(lines) == {0: 1, 2: 1, 8: 3, 12: count + 4}[count]

@@ -524,6 +524,7 @@ def generated_files(
         "generator": f"echomq-scripts {__version__}",
         "exports": sorted(from_scripts, key=_import_key),
         "record_names": sorted(records, key=_import_key),
+        "records_lines": _records_lines(sorted(records)),
         "all_names": sorted([*from_scripts, *records, "errors"], key=_isort_key),
         "scripts_all": sorted(from_scripts, key=_isort_key),
         # scripts/__init__.py's imports, in the order ruff's isort keeps modules.
@@ -536,11 +537,6 @@ def generated_files(
         ],
         "inputs": inputs,
         "contents": UNSEALED,  # filled in by `seal`, once every file is rendered
-        # Where each name of the package loads from (PEP 562).
-        "package_where": sorted(
-            [(name, "scripts") for name in from_scripts] + [(name, "records") for name in records],
-            key=lambda pair: pair[0],
-        ),
     }
 
     def render(template: str, **more: Any) -> bytes:
@@ -578,6 +574,20 @@ def _records(views: list[ScriptView]) -> dict[str, str]:
                 )
             owners.setdefault(record.name, view.name)
     return owners
+
+
+def _records_lines(names: list[str]) -> list[str]:
+    """The package's `_RECORDS = frozenset(...)` of the record names, laid out as `ruff
+    format` lays it out: on one line, else the set on a line of its own, else a name a line."""
+    if not names:
+        return ["_RECORDS: frozenset[str] = frozenset()"]
+    items = ", ".join(f'"{name}"' for name in names)
+    one = f"_RECORDS = frozenset({{{items}}})"
+    if len(one) <= _LINE_LENGTH:
+        return [one]
+    if len(items) + 6 <= _LINE_LENGTH:
+        return ["_RECORDS = frozenset(", f"    {{{items}}}", ")"]
+    return ["_RECORDS = frozenset(", "    {", *(f'        "{n}",' for n in names), "    }", ")"]
 
 
 def _bytecode_cache(directory: Path) -> BytecodeCache:

@@ -56,6 +56,7 @@ from redis.retry import Retry
 
 from echomq_scripts import generated as g
 from echomq_scripts.runtime import ScriptFailed, keys
+from echomq_scripts.runtime.arguments import now_ms
 from tests.support.invariants import assert_one_state, text
 
 T = TypeVar("T")
@@ -70,10 +71,6 @@ IDLE_S = 0.2
 """How long an idle slot blocks on the marker before it looks at the stop key again."""
 MAX_EVENTS = 10_000_000
 """The stream's length limit for a run: high enough that no event of the run is trimmed."""
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def stop_key(queue: str) -> str:
