@@ -7,7 +7,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import pytest
@@ -108,11 +108,22 @@ def test_a_record_is_read_spelled_and_decoded() -> None:
     reply = [[b"7", [b"a", b"1"], [5]], [b"8", [], None]]
     # Without the classes a record is a tuple; with them, each is built by its own.
     assert shape.decoder()(reply) == [("7", {"a": "1"}, (5,)), ("8", {}, None)]
-    built = shape.decoder({"Job": lambda *v: ("Job", v), "Inner": lambda *v: ("Inner", v)})
-    assert built(reply) == [
-        ("Job", ("7", {"a": "1"}, ("Inner", (5,)))),
-        ("Job", ("8", {}, None)),
-    ]
+
+    class Inner(NamedTuple):
+        n: int
+
+    class Job(NamedTuple):
+        id: str
+        fields: dict[str, str]
+        inner: Inner | None
+
+    built = shape.decoder({"Job": Job, "Inner": Inner})
+    jobs = built(reply)
+    assert jobs == [Job("7", {"a": "1"}, Inner(5)), Job("8", {}, None)]
+    assert isinstance(jobs, list)
+    assert [type(job) for job in jobs] == [Job, Job]
+    assert type(jobs[0].inner) is Inner
+    assert jobs[0].inner.n == 5
     with pytest.raises(TypeError, match=r"reply \[\[b'7', \[\]\]\] does not fit list\[Job"):
         built([[b"7", []]])
 

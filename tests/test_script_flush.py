@@ -10,9 +10,11 @@ state accounts for every call. They assert outcomes, never durations.
 from __future__ import annotations
 
 import asyncio
+import gc
 import pickle
 import random
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -25,7 +27,12 @@ import redis.asyncio.cluster
 import redis.cluster
 
 from echomq_scripts import generated as g
-from echomq_scripts.runtime import ArgumentError, NotLoadedError, PipelineIncompleteError
+from echomq_scripts.runtime import (
+    ArgumentError,
+    NotLoadedError,
+    PipelineIncompleteError,
+    pipelines,
+)
 from tests.support.invariants import NOW, assert_one_state
 from tests.support.redis_cluster import RedisCluster, queues_on_every_primary
 from tests.support.redis_server import RedisServer
@@ -553,6 +560,38 @@ def test_a_pipeline_carries_each_body_once_per_stack(r: redis.Redis) -> None:
         second = g.get_job_state_pipeline(pipe, queue="mail", job_id="2")
         assert second.result(pipe.execute()) == "wait"
     assert calls([r]) == {"eval": 4, "evalsha": 1000}
+
+
+def test_pipelines_taking_turns_each_carry_their_bodies(r: redis.Redis) -> None:
+    # Calls alternate between two pipelines: each stack still carries the body on its own
+    # first call, whichever pipeline queued last.
+    r.rpush("emq:{mail}:wait", "1", "2")
+    first, second = r.pipeline(transaction=False), r.pipeline(transaction=False)
+    reset_stats([r])
+    queued = [
+        (pipe, g.get_job_state_pipeline(pipe, queue="mail", job_id=str(n % 3 + 1)))
+        for n in range(10)
+        for pipe in (first, second)
+    ]
+    r.script_flush()  # nothing sent yet: each pipeline's EVAL must carry the body itself
+    replies = {id(pipe): pipe.execute() for pipe in (first, second)}
+    assert [p.result(replies[id(pipe)]) for pipe, p in queued] == [
+        ["wait", "wait", "unknown"][n % 3] for n in range(10) for _ in (first, second)
+    ]
+    assert calls([r]) == {"eval": 2, "evalsha": 18}
+    # After pipe.execute() (redis-py's own), the pipeline's new stack carries the body again.
+    r.script_flush()
+    again = g.get_job_state_pipeline(first, queue="mail", job_id="2")
+    assert again.result(first.execute()) == "wait"
+    # The pipeline queued on last, once gone, leaves nothing behind that holds its stack.
+    last = g.get_job_state_pipeline(second, queue="mail", job_id="1")
+    assert pipelines._last is not None
+    assert pipelines._last[1].stack is second.command_stack
+    gone = weakref.ref(second)
+    del second, queued, replies, last
+    gc.collect()
+    assert gone() is None
+    assert pipelines._last is None
 
 
 def test_execute_returns_or_raises_the_replies_as_redis_py_does(r: redis.Redis) -> None:

@@ -245,9 +245,9 @@ def parse_default(arg: ArgType, text: str) -> tuple[object, str]:
 # -- return shapes --------------------------------------------------------------------------
 
 
-# A record's constructor by its name: a generated NamedTuple class (a runtime without one
-# decodes a record as a plain tuple).
-Records = Mapping[str, Callable[..., object]]
+# A record's class by its name: a generated NamedTuple (a runtime without one decodes a record
+# as a plain tuple).
+Records = Mapping[str, type[tuple[object, ...]]]
 
 
 @dataclass(frozen=True)
@@ -304,11 +304,9 @@ class Shape:
         if self.container == "list":
             return replies.list_of(self.items[0].decoder(records))
         if self.container in ("tuple", "record"):
-            decoded = replies.tuple_of([item.decoder(records) for item in self.items])
+            items = [item.decoder(records) for item in self.items]
             build = (records or {}).get(self.name) if self.container == "record" else None
-            if build is None:
-                return decoded
-            return lambda reply: build(*decoded(reply))  # type: ignore[misc]
+            return replies.tuple_of(items, build or tuple)
         decoder = TYPES[self.name].decoder
         assert decoder is not None  # the parser accepts reply types only
         return decoder

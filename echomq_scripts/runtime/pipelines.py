@@ -55,14 +55,33 @@ class _Queued:
 _QUEUED: weakref.WeakKeyDictionary[PipelineClient, _Queued] = weakref.WeakKeyDictionary()
 
 
+# The entry of the stack the last call was queued on. A pipeline's calls come one after another,
+# so most calls find their entry here and skip the weak dictionary's lookup. The entry holds its
+# stack, so no other list can be that object while it is kept; the weak reference to the
+# pipeline drops the entry with the pipeline, as _QUEUED does.
+_last: tuple[weakref.ref[Any], _Queued] | None = None
+
+
+def _forget_last(ref: weakref.ref[Any]) -> None:
+    global _last
+    last = _last
+    if last is not None and last[0] is ref:
+        _last = None
+
+
 def queued_on(pipe: PipelineClient, stack: list[Any] | None) -> _Queued | None:
     """The calls queued on `stack`, the pipeline's current one (None: calls cannot be tracked)."""
+    global _last
+    last = _last
+    if last is not None and last[1].stack is stack:
+        return last[1]
     if stack is None:
         return None
     try:
         queued = _QUEUED.get(pipe)
         if queued is None or queued.stack is not stack:
             queued = _QUEUED[pipe] = _Queued(stack)
+        _last = (weakref.ref(pipe, _forget_last), queued)
     except TypeError:  # a pipeline class that cannot be weakly referenced
         return None
     return queued
@@ -86,7 +105,11 @@ def _stack_of(pipe: PipelineClient) -> list[Any] | None:
 
 def _take_queued(pipe: PipelineClient) -> tuple[_Queued | None, list[Any] | None]:
     """Before an execute: the pipeline's stack, and the calls queued on it (no longer kept)."""
+    global _last
     stack = _stack_of(pipe)
+    last = _last
+    if last is not None and last[1].stack is stack:
+        _last = None
     try:
         queued = _QUEUED.pop(pipe, None)
     except TypeError:

@@ -6,6 +6,7 @@ from. Each raises TypeError or ValueError for a reply that does not fit.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Sequence
 
 
@@ -64,15 +65,20 @@ def list_of(item: Decoder) -> Decoder:
     return lambda reply: [item(x) for x in as_list(reply)]
 
 
-def tuple_of(items: Sequence[Decoder]) -> Decoder:
+def tuple_of(items: Sequence[Decoder], record: type[tuple[object, ...]] = tuple) -> Decoder:
+    """A tuple, or the `record` class (a NamedTuple, which adds no state to its tuple), of
+    each value decoded by the decoder in its place."""
     count = len(items)
+    decoders = tuple(items)
+    new = tuple.__new__  # a NamedTuple's own __new__ only passes its fields on to this
 
     def as_tuple(reply: object) -> object:
         if type(reply) is not list:
             reply = as_list(reply)  # raises unless a list subclass
         if len(reply) != count:
             raise ValueError(f"expected {count} values, got {len(reply)}")
-        return tuple([item(value) for item, value in zip(items, reply, strict=True)])
+        # map() with operator.call runs each decoder on its value without a Python loop.
+        return new(record, map(operator.call, decoders, reply))
 
     return as_tuple
 

@@ -17,7 +17,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
@@ -105,6 +105,7 @@ class Script:
         self._body: bytes | None = None
         self._line_map: LineMap | None = None
         self._by_queue: dict[str, _QueueKeys] = {}
+        self._codes = frozenset(spec.codes)
         records = {cls.__name__: cls for cls in spec.records}
         self._decode = parse_shape(spec.returns).decoder(records) if spec.returns else _as_is
 
@@ -130,10 +131,11 @@ class Script:
             self._line_map = LineMap.from_json(data)
         return self._line_map
 
-    def keys_for(self, queue: str, ids: Mapping[str, object] = _NO_IDS) -> list[str]:
+    def keys_for(self, queue: str, ids: Mapping[str, object] = _NO_IDS) -> Sequence[str]:
         """The script's keys for `queue`, from its templates and the ids they name."""
         # Runs on every call: the queue's part of every key is filled once per queue and kept,
-        # so a call only copies the list and fills the keys that name an id.
+        # so a call fills only the keys that name an id, and a script whose keys name none
+        # gets the kept tuple itself.
         if type(queue) is not str:
             # Refused by name before the lookup, which a list or another unhashable would fail.
             check_queue_name(self.spec.script_id, queue)
@@ -141,13 +143,14 @@ class Script:
         if filled is None:
             filled = self._fill_queue(queue)
         fixed, slots = filled
+        if not slots:
+            return fixed
+        script_id = self.spec.script_id
+        for name in self.spec.text_args:
+            check_key_arg(script_id, name, ids[name])
         keys = list(fixed)
-        if slots:
-            script_id = self.spec.script_id
-            for name in self.spec.text_args:
-                check_key_arg(script_id, name, ids[name])
-            for index, pieces in slots:
-                keys[index] = "".join([str(ids[t]) if is_id else t for is_id, t in pieces])
+        for index, pieces in slots:
+            keys[index] = "".join([str(ids[t]) if is_id else t for is_id, t in pieces])
         return keys
 
     def _fill_queue(self, queue: str) -> _QueueKeys:
@@ -190,12 +193,18 @@ class Script:
         """EVALSHA on `client`; on NOSCRIPT, the call once more as EVAL. The raw reply."""
         if self._body is None or type(client) not in CHECKED_SYNC:  # once per client class
             self._ready(client, asyncio=False)
+        # execute_command, as client.evalsha() itself ends in, without its two calls' copying
+        # of the arguments; a cluster client routes EVALSHA and EVAL by their keys either way.
         try:
             try:
-                return client.evalsha(self.spec.sha1, len(keys), *keys, *args)
+                return client.execute_command(  # type: ignore[no-untyped-call]
+                    "EVALSHA", self.spec.sha1, len(keys), *keys, *args
+                )
             except redis.exceptions.NoScriptError:
                 # EVAL loads and runs the body in one command: no flush can come in between.
-                return client.eval(self.body, len(keys), *keys, *args)  # type: ignore[arg-type]
+                return client.execute_command(  # type: ignore[no-untyped-call]
+                    "EVAL", self.body, len(keys), *keys, *args
+                )
         except redis.exceptions.ResponseError as exc:
             raise self.lua_error(exc) from exc
 
@@ -207,9 +216,11 @@ class Script:
             self._ready(client, asyncio=True)
         try:
             try:
-                return await client.evalsha(self.spec.sha1, len(keys), *keys, *args)
+                return await client.execute_command(
+                    "EVALSHA", self.spec.sha1, len(keys), *keys, *args
+                )
             except redis.exceptions.NoScriptError:
-                return await client.eval(self.body, len(keys), *keys, *args)  # type: ignore[arg-type]
+                return await client.execute_command("EVAL", self.body, len(keys), *keys, *args)
         except redis.exceptions.ResponseError as exc:
             raise self.lua_error(exc) from exc
 
@@ -230,8 +241,10 @@ class Script:
                 raise ArgumentError(
                     f"{self.spec.script_id}: call pipe.multi() before queueing after WATCH"
                 )
+            # The pipeline's own execute_command would check WATCH again and then call this.
             return self._queue_call(
                 pipe,
+                pipe.pipeline_execute_command,  # type: ignore[union-attr]
                 pipe.command_stack,  # type: ignore[union-attr]
                 self.spec.sha1,
                 keys,
@@ -256,32 +269,36 @@ class Script:
             )
         # A keyless call may go to any primary: it always carries the body.
         mark = (self.spec.sha1, key_slot(_key_bytes(keys[0]))) if keys else None
-        return self._queue_call(pipe, cluster_stack(pipe), mark, keys, args)
+        return self._queue_call(pipe, pipe.execute_command, cluster_stack(pipe), mark, keys, args)
 
     def _queue_call(
         self,
         pipe: PipelineClient,
+        send: Callable[..., object],
         stack: list[Any] | None,
         mark: object,
         keys: Sequence[str | bytes],
         args: Sequence[str | bytes],
     ) -> int:
         """Queue EVAL with the body when `mark` (the sha1, or the sha1 and the slot) is new to
-        the pipeline's current `stack`, else EVALSHA; the call's index in the stack."""
-        body = self.body  # the first use checks the body before anything is sent
+        the pipeline's current `stack`, else EVALSHA, by `send` (the pipeline's method that
+        queues a command); the call's index in the stack."""
+        body = self._body
+        if body is None:
+            body = self.body  # the first use checks the body before anything is sent
         # redis-py blocks the eval() and evalsha() methods on cluster pipelines, not the
         # commands: it routes EVAL and EVALSHA by their keys like any other.
         queued = queued_on(pipe, stack) if mark is not None else None
         if queued is None:  # a stack this redis-py keeps where we cannot see it: always carry
-            pipe.execute_command("EVAL", body, len(keys), *keys, *args)
+            send("EVAL", body, len(keys), *keys, *args)
             # Every redis-py pipeline's len() is the number of commands queued so far.
             return len(pipe) - 1
         index = len(queued.stack)
         if mark in queued.carried:
-            pipe.execute_command("EVALSHA", self.spec.sha1, len(keys), *keys, *args)
+            send("EVALSHA", self.spec.sha1, len(keys), *keys, *args)
             queued.by_sha.append((index, self))
         else:
-            pipe.execute_command("EVAL", body, len(keys), *keys, *args)
+            send("EVAL", body, len(keys), *keys, *args)
             queued.carried.add(mark)  # once queued: a refused command carried nothing
         return index
 
@@ -302,12 +319,14 @@ class Script:
 
     def result(self, reply: object, job_id: str | None = None) -> object:
         """The decoded reply; a failure code the header lists, or an error reply, raises."""
-        if isinstance(reply, redis.exceptions.ResponseError):
-            raise self.lua_error(reply)
-        if isinstance(reply, int) and reply in self.spec.codes:
-            failure = self.failures.get(reply)
-            if failure is not None:
-                raise failure(self.spec.script_id, job_id)
+        kind = type(reply)
+        if kind is not bytes and kind is not list:  # the common replies need neither check
+            if isinstance(reply, redis.exceptions.ResponseError):
+                raise self.lua_error(reply)
+            if isinstance(reply, int) and reply in self._codes:
+                failure = self.failures.get(reply)
+                if failure is not None:
+                    raise failure(self.spec.script_id, job_id)
         try:
             return self._decode(reply)
         except (TypeError, ValueError) as exc:
