@@ -34,6 +34,7 @@ import redis.asyncio
 
 from echomq_scripts.flows import FlowJob, add_flow
 from echomq_scripts.generated import scripts as emq
+from echomq_scripts.queue import AsyncQueue, Queue
 from echomq_scripts.runtime.arguments import now_ms
 from echomq_scripts.schedulers import upsert_job_scheduler
 
@@ -892,6 +893,51 @@ class EchoBulkAsync:
         return asyncio.run(run())
 
 
+class EchoQueueBulkSync:
+    """EchoMQ's `Queue.add_bulk`, `size` jobs a call, with the job's data as BullMQ's side
+    passes it (a dict the Queue encodes)."""
+
+    def __init__(self, port: int, queue: str) -> None:
+        self.client = redis.Redis(host="127.0.0.1", port=port)
+        self.queue = Queue(self.client, queue)
+        self.client.hset(f"emq:{{{queue}}}:meta", "max-events", MAX_EVENTS)
+
+    def __call__(self, batches: int, size: int) -> list[str]:
+        ids: list[str] = []
+        try:
+            for batch in range(batches):
+                jobs = [("job", {"n": batch * size + i}) for i in range(size)]
+                ids += [added.job_id for added in self.queue.add_bulk(jobs)]
+        finally:
+            self.client.close()
+        return ids
+
+
+class EchoQueueBulkAsync:
+    """`AsyncQueue.add_bulk`, on redis.asyncio as BullMQ's Queue runs."""
+
+    def __init__(self, port: int, queue: str) -> None:
+        self.port = port
+        self.name = queue
+        with redis.Redis(host="127.0.0.1", port=port) as setup:
+            setup.hset(f"emq:{{{queue}}}:meta", "max-events", MAX_EVENTS)
+
+    def __call__(self, batches: int, size: int) -> list[str]:
+        async def run() -> list[str]:
+            client = redis.asyncio.Redis(host="127.0.0.1", port=self.port)
+            queue = AsyncQueue(client, self.name)
+            ids: list[str] = []
+            try:
+                for batch in range(batches):
+                    jobs = [("job", {"n": batch * size + i}) for i in range(size)]
+                    ids += [added.job_id for added in await queue.add_bulk(jobs)]
+            finally:
+                await client.aclose()
+            return ids
+
+        return asyncio.run(run())
+
+
 # What a bulk-add side is: made for a port and a queue before the timed part (clients, BullMQ's
 # Queue and its scripts), then called once with the batch count and size; the ids, in order.
 BulkAdder = Callable[[int, str], Callable[[int, int], list[str]]]
@@ -909,6 +955,8 @@ def bulk_add(
     batches = max(jobs // size, 1)
     total = batches * size
     sides: dict[str, BulkAdder] = {
+        "EchoMQ AsyncQueue.add_bulk (asyncio)": EchoQueueBulkAsync,
+        "EchoMQ Queue.add_bulk (redis.Redis)": EchoQueueBulkSync,
         "EchoMQ, redis.asyncio pipeline (MULTI)": EchoBulkAsync,
         "EchoMQ, redis.Redis pipeline (MULTI)": EchoBulkSync,
         "BullMQ Queue.addBulk (asyncio, MULTI)": bull_bulk,

@@ -84,9 +84,9 @@ class ScriptSpec:
     records: tuple[type, ...] = ()
 
 
-# A queue's keys for one script: every key with the queue filled in, and for each key that
-# names an id, its index and pieces (literal text, or the name of the id to put there).
-_QueueKeys = tuple[tuple[str, ...], tuple[tuple[int, tuple[tuple[bool, str], ...]], ...]]
+# A queue's keys for one script, as sent: every key with the queue filled in, and for each key
+# that names an id, its index and pieces (literal bytes, or the name of the id to put there).
+_QueueKeys = tuple[tuple[bytes, ...], tuple[tuple[int, tuple[tuple[bool, Any], ...]], ...]]
 _QUEUES_KEPT = 1024
 _NO_IDS: Mapping[str, object] = MappingProxyType({})
 
@@ -131,8 +131,14 @@ class Script:
             self._line_map = LineMap.from_json(data)
         return self._line_map
 
-    def keys_for(self, queue: str, ids: Mapping[str, object] = _NO_IDS) -> Sequence[str]:
+    def keys_for(self, queue: str, ids: Mapping[str, object] = _NO_IDS) -> list[str]:
         """The script's keys for `queue`, from its templates and the ids they name."""
+        return [key.decode("utf-8") for key in self.wire_keys(queue, ids)]
+
+    def wire_keys(self, queue: str, ids: Mapping[str, object] = _NO_IDS) -> Sequence[bytes]:
+        """`keys_for`, as the UTF-8 bytes a call sends (the protocol's text, whatever encoding
+        the client has): redis-py sends bytes as they are, which spares encoding every key of
+        every call."""
         # Runs on every call: the queue's part of every key is filled once per queue and kept,
         # so a call fills only the keys that name an id, and a script whose keys name none
         # gets the kept tuple itself.
@@ -150,14 +156,17 @@ class Script:
             check_key_arg(script_id, name, ids[name])
         keys = list(fixed)
         for index, pieces in slots:
-            keys[index] = "".join([str(ids[t]) if is_id else t for is_id, t in pieces])
+            # The ids are checked str by now: the wrapper's encoders, or check_key_arg above.
+            keys[index] = b"".join(
+                [str(ids[part]).encode("utf-8") if is_id else part for is_id, part in pieces]
+            )
         return keys
 
     def _fill_queue(self, queue: str) -> _QueueKeys:
         check_queue_name(self.spec.script_id, queue)
         tag = "{" + queue + "}"
-        fixed: list[str] = []
-        slots: list[tuple[int, tuple[tuple[bool, str], ...]]] = []
+        fixed: list[bytes] = []
+        slots: list[tuple[int, tuple[tuple[bool, Any], ...]]] = []
         for index, template in enumerate(self.spec.templates):
             pieces: list[tuple[bool, str]] = []
             for kind, text in _template_parts(template):
@@ -166,9 +175,11 @@ class Script:
                     pieces[-1] = (False, pieces[-1][1] + piece)  # merge adjacent literals
                 else:
                     pieces.append((kind == "arg", piece))
-            fixed.append("".join(t for _, t in pieces))
+            fixed.append("".join(t for _, t in pieces).encode("utf-8"))
             if any(is_id for is_id, _ in pieces):
-                slots.append((index, tuple(pieces)))
+                # Literal text as the bytes it is sent as; an id piece keeps the id's name.
+                encoded = tuple((is_id, t if is_id else t.encode("utf-8")) for is_id, t in pieces)
+                slots.append((index, encoded))
         if len(self._by_queue) >= _QUEUES_KEPT:
             self._by_queue.clear()  # a process that names queues without end keeps no more
         filled = (tuple(fixed), tuple(slots))

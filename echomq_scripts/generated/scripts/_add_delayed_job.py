@@ -93,7 +93,7 @@ def _add_delayed_job_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _ADD_DELAYED_JOB.keys_for(queue)
+        _checked = _ADD_DELAYED_JOB.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

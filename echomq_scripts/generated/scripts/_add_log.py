@@ -81,7 +81,7 @@ def _add_log_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _ADD_LOG.keys_for(
+        _checked = _ADD_LOG.wire_keys(
             queue,
             {
                 "job_id": job_id,

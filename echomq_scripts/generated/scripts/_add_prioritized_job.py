@@ -96,7 +96,7 @@ def _add_prioritized_job_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _ADD_PRIORITIZED_JOB.keys_for(queue)
+        _checked = _ADD_PRIORITIZED_JOB.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

@@ -80,7 +80,7 @@ def _change_delay_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _CHANGE_DELAY.keys_for(queue)
+        _checked = _CHANGE_DELAY.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

@@ -102,7 +102,7 @@ def _clean_jobs_in_set_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _CLEAN_JOBS_IN_SET.keys_for(
+        _checked = _CLEAN_JOBS_IN_SET.wire_keys(
             queue,
             {
                 "state": state,

@@ -81,7 +81,7 @@ def _extend_lock_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _EXTEND_LOCK.keys_for(
+        _checked = _EXTEND_LOCK.wire_keys(
             queue,
             {
                 "job_id": job_id,

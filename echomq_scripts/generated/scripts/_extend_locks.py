@@ -66,7 +66,7 @@ def _extend_locks_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _EXTEND_LOCKS.keys_for(queue)
+        _checked = _EXTEND_LOCKS.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

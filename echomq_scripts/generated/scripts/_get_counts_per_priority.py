@@ -71,7 +71,7 @@ def _get_counts_per_priority_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _GET_COUNTS_PER_PRIORITY.keys_for(queue)
+        _checked = _GET_COUNTS_PER_PRIORITY.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

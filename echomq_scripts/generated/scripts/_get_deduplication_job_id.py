@@ -69,7 +69,7 @@ def _get_deduplication_job_id_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _GET_DEDUPLICATION_JOB_ID.keys_for(
+        _checked = _GET_DEDUPLICATION_JOB_ID.wire_keys(
             queue,
             {
                 "dedup_id": dedup_id,

@@ -85,7 +85,7 @@ def _get_dependency_counts_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _GET_DEPENDENCY_COUNTS.keys_for(
+        _checked = _GET_DEPENDENCY_COUNTS.wire_keys(
             queue,
             {
                 "job_id": job_id,

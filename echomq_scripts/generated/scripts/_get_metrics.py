@@ -85,7 +85,7 @@ def _get_metrics_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _GET_METRICS.keys_for(
+        _checked = _GET_METRICS.wire_keys(
             queue,
             {
                 "outcome": outcome,

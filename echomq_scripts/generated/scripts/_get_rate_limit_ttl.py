@@ -68,7 +68,7 @@ def _get_rate_limit_ttl_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _GET_RATE_LIMIT_TTL.keys_for(queue)
+        _checked = _GET_RATE_LIMIT_TTL.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

@@ -82,7 +82,7 @@ def _is_finished_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _IS_FINISHED.keys_for(
+        _checked = _IS_FINISHED.wire_keys(
             queue,
             {
                 "job_id": job_id,

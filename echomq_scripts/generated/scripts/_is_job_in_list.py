@@ -77,7 +77,7 @@ def _is_job_in_list_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _IS_JOB_IN_LIST.keys_for(
+        _checked = _IS_JOB_IN_LIST.wire_keys(
             queue,
             {
                 "state": state,

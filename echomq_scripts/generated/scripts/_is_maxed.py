@@ -65,7 +65,7 @@ def _is_maxed_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _IS_MAXED.keys_for(queue)
+        _checked = _IS_MAXED.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

@@ -106,7 +106,7 @@ def _move_job_from_active_to_wait_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _MOVE_JOB_FROM_ACTIVE_TO_WAIT.keys_for(
+        _checked = _MOVE_JOB_FROM_ACTIVE_TO_WAIT.wire_keys(
             queue,
             {
                 "job_id": job_id,

@@ -92,7 +92,7 @@ def _move_stalled_jobs_to_wait_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _MOVE_STALLED_JOBS_TO_WAIT.keys_for(queue)
+        _checked = _MOVE_STALLED_JOBS_TO_WAIT.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

@@ -113,7 +113,7 @@ def _move_to_active_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _MOVE_TO_ACTIVE.keys_for(queue)
+        _checked = _MOVE_TO_ACTIVE.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

@@ -105,7 +105,7 @@ def _move_to_delayed_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _MOVE_TO_DELAYED.keys_for(
+        _checked = _MOVE_TO_DELAYED.wire_keys(
             queue,
             {
                 "job_id": job_id,

@@ -147,7 +147,7 @@ def _move_to_finished_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _MOVE_TO_FINISHED.keys_for(
+        _checked = _MOVE_TO_FINISHED.wire_keys(
             queue,
             {
                 "outcome": outcome,

@@ -84,7 +84,7 @@ def _paginate_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _PAGINATE.keys_for(
+        _checked = _PAGINATE.wire_keys(
             queue,
             {
                 "job_id": job_id,

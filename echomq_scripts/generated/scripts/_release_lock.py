@@ -73,7 +73,7 @@ def _release_lock_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _RELEASE_LOCK.keys_for(
+        _checked = _RELEASE_LOCK.wire_keys(
             queue,
             {
                 "job_id": job_id,

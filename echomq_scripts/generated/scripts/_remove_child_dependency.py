@@ -77,7 +77,7 @@ def _remove_child_dependency_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _REMOVE_CHILD_DEPENDENCY.keys_for(
+        _checked = _REMOVE_CHILD_DEPENDENCY.wire_keys(
             queue,
             {
                 "job_id": job_id,

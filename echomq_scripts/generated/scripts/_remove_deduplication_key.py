@@ -77,7 +77,7 @@ def _remove_deduplication_key_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _REMOVE_DEDUPLICATION_KEY.keys_for(
+        _checked = _REMOVE_DEDUPLICATION_KEY.wire_keys(
             queue,
             {
                 "dedup_id": dedup_id,

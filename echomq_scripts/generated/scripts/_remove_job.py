@@ -114,7 +114,7 @@ def _remove_job_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _REMOVE_JOB.keys_for(
+        _checked = _REMOVE_JOB.wire_keys(
             queue,
             {
                 "job_id": job_id,

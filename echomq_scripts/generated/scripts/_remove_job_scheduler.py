@@ -95,7 +95,7 @@ def _remove_job_scheduler_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _REMOVE_JOB_SCHEDULER.keys_for(
+        _checked = _REMOVE_JOB_SCHEDULER.wire_keys(
             queue,
             {
                 "scheduler_id": scheduler_id,

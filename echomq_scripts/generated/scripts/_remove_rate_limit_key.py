@@ -60,7 +60,7 @@ def _remove_rate_limit_key_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _REMOVE_RATE_LIMIT_KEY.keys_for(queue)
+        _checked = _REMOVE_RATE_LIMIT_KEY.wire_keys(queue)
     elif queue is not None:
         raise runtime.ArgumentError(f"{_script}: pass queue= or keys=, not both")
     else:

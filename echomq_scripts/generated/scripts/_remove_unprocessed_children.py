@@ -103,7 +103,7 @@ def _remove_unprocessed_children_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _REMOVE_UNPROCESSED_CHILDREN.keys_for(
+        _checked = _REMOVE_UNPROCESSED_CHILDREN.wire_keys(
             queue,
             {
                 "job_id": job_id,

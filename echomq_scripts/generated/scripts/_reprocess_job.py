@@ -103,7 +103,7 @@ def _reprocess_job_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _REPROCESS_JOB.keys_for(
+        _checked = _REPROCESS_JOB.wire_keys(
             queue,
             {
                 "outcome": outcome,

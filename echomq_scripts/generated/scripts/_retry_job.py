@@ -117,7 +117,7 @@ def _retry_job_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _RETRY_JOB.keys_for(
+        _checked = _RETRY_JOB.wire_keys(
             queue,
             {
                 "job_id": job_id,

@@ -75,7 +75,7 @@ def _save_stacktrace_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _SAVE_STACKTRACE.keys_for(
+        _checked = _SAVE_STACKTRACE.wire_keys(
             queue,
             {
                 "job_id": job_id,

@@ -109,7 +109,7 @@ def _update_job_scheduler_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _UPDATE_JOB_SCHEDULER.keys_for(
+        _checked = _UPDATE_JOB_SCHEDULER.wire_keys(
             queue,
             {
                 "scheduler_id": scheduler_id,

@@ -82,7 +82,7 @@ def _update_progress_call(
         if queue is None:
             raise runtime.ArgumentError(f"{_script}: pass queue= or keys=")
         # Built from the header's templates, which hold one {q}: one slot by construction.
-        _checked = _UPDATE_PROGRESS.keys_for(
+        _checked = _UPDATE_PROGRESS.wire_keys(
             queue,
             {
                 "job_id": job_id,
