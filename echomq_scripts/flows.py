@@ -54,6 +54,11 @@ class FlowIds:
     children: tuple[FlowIds, ...]
 
 
+def flow_values(flow: FlowJob, now: int) -> list[bytes]:
+    """addFlow-10's `node` values for `flow`, checked as the script checks them."""
+    return _node_values(_preorder(flow), now)
+
+
 def add_flow(client: SyncClient, flow: FlowJob, *, now: int, parent_id: str = "") -> FlowIds:
     """Add `flow` with one addFlow-10 on `client` (a redis.Redis or a RedisCluster); with
     `parent_id`, its root becomes a child of that existing job of the flow's queue."""

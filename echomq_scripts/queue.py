@@ -12,17 +12,19 @@ add scripts read (docs/protocol.md, job options).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self
+from typing import Any, Literal, NamedTuple, Self, TypeVar
 
 from . import generated as g
-from .flows import MAX_PRIORITY, FlowIds, FlowJob, add_flow, add_flow_async
+from .flows import MAX_PRIORITY, FlowIds, FlowJob, add_flow, add_flow_async, flow_values
 from .runtime import ArgumentError, PipelineIncompleteError, execute, execute_async, keys
 from .runtime.arguments import check_queue_name, now_ms
 from .runtime.clients import AsyncClient, SyncClient
 from .runtime.replies import text
 from .schedulers import upsert_job_scheduler
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ class JobOptions:
     remove_on_complete: Retention | None = None
     remove_on_fail: Retention | None = None
     deduplication: Deduplication | None = None
+    # A job of the same queue that the new job becomes a child of: the parent completes only
+    # once its children are done (the job is added by addFlow-10, as a flow of one).
+    parent_id: str = ""
     extra: Mapping[str, object] = field(default_factory=dict)  # any other option, as it is
 
     def to_json(self) -> dict[str, object]:
@@ -178,8 +183,21 @@ _DATA_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allo
 _encoded_data = _DATA_ENCODER.encode
 
 
-def _add_call(name: str, data: object, options: JobOptions) -> tuple[str, dict[str, object]]:
-    """The wrapper an add takes, and its arguments (but the client and the queue)."""
+class _AddCall(NamedTuple):
+    """An add as a wrapper call: the wrapper's name, its arguments (but the client and the
+    queue), and whether its answer is the first of a flow's list."""
+
+    wrapper: str
+    arguments: dict[str, object]
+    as_flow: bool = False
+
+    def answer(self, reply: Any) -> g.Added:
+        added: g.Added = reply[0] if self.as_flow else reply
+        return added
+
+
+def _add_call(queue: str, name: str, data: object, options: JobOptions) -> _AddCall:
+    """The wrapper call that adds the job `name` with `data` and `options` to `queue`."""
     if options.delay < 0:
         raise ArgumentError(f"job {name!r}: delay must be >= 0, got {options.delay}")
     if not 0 <= options.priority <= MAX_PRIORITY:
@@ -191,6 +209,21 @@ def _add_call(name: str, data: object, options: JobOptions) -> tuple[str, dict[s
     except (TypeError, ValueError) as exc:
         raise ArgumentError(f"job {name!r}: data is not JSON: {exc}") from None
     dedup = options.deduplication.id if options.deduplication is not None else ""
+    if options.parent_id:
+        # The add scripts take no parent: a job below one is a flow of one node.
+        node = FlowJob(
+            name,
+            queue,
+            data=text,
+            opts=options.to_json(),
+            job_id=options.job_id,
+            delay=options.delay,
+            priority=options.priority,
+            dedup_id=dedup,
+        )
+        now = now_ms()
+        flow = {"now": now, "parent_id": options.parent_id, "node": flow_values(node, now)}
+        return _AddCall("add_flow", flow, as_flow=True)
     common: dict[str, object] = {
         "job_id": options.job_id,
         "name": name,
@@ -199,10 +232,10 @@ def _add_call(name: str, data: object, options: JobOptions) -> tuple[str, dict[s
         "dedup_id": dedup,
     }
     if options.delay:
-        return "add_delayed_job", {**common, "delay": options.delay}
+        return _AddCall("add_delayed_job", {**common, "delay": options.delay})
     if options.priority:
-        return "add_prioritized_job", {**common, "priority": options.priority}
-    return "add_standard_job", common
+        return _AddCall("add_prioritized_job", {**common, "priority": options.priority})
+    return _AddCall("add_standard_job", common)
 
 
 _NO_OPTIONS = JobOptions()
@@ -220,9 +253,8 @@ class Queue:
     def add(self, name: str, data: object = None, options: JobOptions = _NO_OPTIONS) -> g.Added:
         """Add one job; its id and 1, or the id of the job that was there (a custom id or a
         deduplication id already in the queue) and 0."""
-        wrapper, arguments = _add_call(name, data, options)
-        added: g.Added = getattr(g, wrapper)(self.client, queue=self.name, **arguments)
-        return added
+        call = _add_call(self.name, name, data, options)
+        return call.answer(getattr(g, call.wrapper)(self.client, queue=self.name, **call.arguments))
 
     def add_bulk(self, jobs: Sequence[BulkJob]) -> list[g.Added]:
         """Add many jobs, `(name, data)` or `(name, data, options)` each, in one pipeline, in
@@ -332,10 +364,81 @@ class Queue:
             if cursor == 0:
                 return removed
 
+    def get_dependencies(self, job_id: str) -> Dependencies:
+        """The job's children by what became of them (JobNotExist when there is no job)."""
+        return _read(self.client, _read_dependencies(self.name, job_id))
+
     def upsert_job_scheduler(self, scheduler_id: str, **settings: Any) -> tuple[str, int]:
         """Create or update a job scheduler of this queue (schedulers.upsert_job_scheduler,
         which names the settings); the pending iteration's id and when it runs."""
         return upsert_job_scheduler(self.client, self.name, scheduler_id, now=now_ms(), **settings)
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """A parent's children by what became of them, each named by its job id."""
+
+    processed: dict[str, object]  # completed, with their return values
+    unprocessed: list[str]  # still pending
+    ignored: dict[str, str]  # failed under ignoreDependencyOnFailure or continueParentOnFailure
+    failed: list[str]  # failed under failParentOnFailure or no policy, oldest failure first
+
+
+# A read made of several calls, as a generator: it yields each call (a wrapper's name and its
+# arguments but the client) and is sent the reply; it returns what it read. Queue and AsyncQueue
+# each drive it with their own client, so the reading is written once.
+_Read = Generator[tuple[str, dict[str, Any]], Any, _T]
+
+
+def _read(client: SyncClient, read: _Read[_T]) -> _T:
+    try:
+        call = next(read)
+        while True:
+            call = read.send(getattr(g, call[0])(client, **call[1]))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def _read_async(client: AsyncClient, read: _Read[_T]) -> _T:
+    try:
+        call = next(read)
+        while True:
+            call = read.send(await getattr(g, f"{call[0]}_async")(client, **call[1]))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def _read_dependencies(queue: str, job_id: str) -> _Read[Dependencies]:
+    """getDependencies-4, then paginate-1 on each record that did not come whole."""
+    reply = yield "get_dependencies", {"queue": queue, "job_id": job_id, "count": _BATCH}
+    processed, unprocessed, ignored, failed, cursors = reply
+    pairs: dict[str, list[str]] = {
+        "processed": [part for item in processed.items() for part in item],
+        "failed": [part for item in ignored.items() for part in item],
+    }
+    members: dict[str, list[str]] = {"dependencies": list(unprocessed), "unsuccessful": failed}
+    parts = ("processed", "dependencies", "failed", "unsuccessful")
+    for part, cursor in zip(parts, cursors, strict=True):
+        while cursor != "0":
+            arguments = {"queue": queue, "job_id": job_id, "part": part, "cursor": cursor}
+            cursor, _, page = yield "paginate", {**arguments, "count": _BATCH}
+            if part in pairs:
+                pairs[part] += page
+            else:  # unsuccessful pages hold each key and its score: the keys alone are kept
+                members[part] += page[::2] if part == "unsuccessful" else page
+    start = len(keys.prefix(queue))  # children are named by their job keys: emq:{q}:<id>
+    values, reasons = pairs["processed"], pairs["failed"]
+    return Dependencies(
+        processed={
+            key[start:]: _decoded(value)
+            for key, value in zip(values[::2], values[1::2], strict=True)
+        },
+        unprocessed=sorted(key[start:] for key in members["dependencies"]),
+        ignored={
+            key[start:]: reason for key, reason in zip(reasons[::2], reasons[1::2], strict=True)
+        },
+        failed=[key[start:] for key in members["unsuccessful"]],
+    )
 
 
 # Jobs a walk's call takes at most (removeJob-13, drain-5, cleanJobsInSet-5): a call holds the
@@ -363,7 +466,8 @@ class _BulkAdd:
     def __init__(self, queue: str, jobs: Sequence[BulkJob]) -> None:
         self.queue = queue
         self.calls = [
-            _add_call(job[0], job[1], job[2] if len(job) == 3 else _NO_OPTIONS) for job in jobs
+            _add_call(queue, job[0], job[1], job[2] if len(job) == 3 else _NO_OPTIONS)
+            for job in jobs
         ]
         self.results: list[g.Added | None] = [None] * len(self.calls)
         self.pending = list(range(len(self.calls)))  # the calls still to send
@@ -371,8 +475,8 @@ class _BulkAdd:
 
     def queue_on(self, pipe: Any) -> None:
         self.queued = [
-            getattr(g, f"{self.calls[i][0]}_pipeline")(pipe, queue=self.queue, **self.calls[i][1])
-            for i in self.pending
+            getattr(g, f"{call.wrapper}_pipeline")(pipe, queue=self.queue, **call.arguments)
+            for call in (self.calls[i] for i in self.pending)
         ]
 
     def take(self, replies: Sequence[object], not_run: Sequence[int] = ()) -> None:
@@ -382,7 +486,7 @@ class _BulkAdd:
             if call.index in unrun:
                 left.append(index)
             else:
-                self.results[index] = call.result(replies)
+                self.results[index] = self.calls[index].answer(call.result(replies))
         self.pending = left
 
     def answers(self) -> list[g.Added]:
@@ -405,11 +509,9 @@ class AsyncQueue:
     async def add(
         self, name: str, data: object = None, options: JobOptions = _NO_OPTIONS
     ) -> g.Added:
-        wrapper, arguments = _add_call(name, data, options)
-        added: g.Added = await getattr(g, f"{wrapper}_async")(
-            self.client, queue=self.name, **arguments
-        )
-        return added
+        call = _add_call(self.name, name, data, options)
+        wrapper = getattr(g, f"{call.wrapper}_async")
+        return call.answer(await wrapper(self.client, queue=self.name, **call.arguments))
 
     async def add_bulk(self, jobs: Sequence[BulkJob]) -> list[g.Added]:
         bulk = _BulkAdd(self.name, jobs)
@@ -444,6 +546,9 @@ class AsyncQueue:
 
     async def get_state(self, job_id: str) -> str:
         return await g.get_job_state_async(self.client, queue=self.name, job_id=job_id)
+
+    async def get_dependencies(self, job_id: str) -> Dependencies:
+        return await _read_async(self.client, _read_dependencies(self.name, job_id))
 
     async def get_jobs(
         self, *states: g.GetJobsState, start: int = 0, end: int = -1, asc: bool = False

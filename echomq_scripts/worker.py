@@ -12,7 +12,11 @@ What it does for each job is the protocol's worker cycle (docs/protocol.md):
   job's backoff while attempts are left; the same call picks the slot's next job up;
 - it runs the stalled check (moveStalledJobsToWait-8) at an interval, so the jobs of a worker
   that died go back to wait;
-- a pickup the queue's rate limiter holds back waits as long as the reply says.
+- a pickup the queue's rate limiter holds back waits as long as the reply says;
+- a job whose function added children waits for them (moveToWaitingChildren-7): the function
+  hands it over itself (`job.move_to_waiting_children()`), or the worker does when the
+  completion is refused for pending children (-4); the job runs again once they are done. A
+  completion refused for a failed child (-9) fails the job instead.
 
 `close()` (and SIGTERM or SIGINT during `run()`) stops the pickups; the jobs in hand finish, so
 none is lost or run twice; a job still running after `shutdown_timeout` is handed back to wait
@@ -34,7 +38,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -42,6 +46,7 @@ from typing import Any, Literal, TypeVar
 import redis
 
 from . import generated as g
+from .generated.errors import JobHasFailedChildren, JobPendingChildren
 from .queue import Job
 from .runtime import ScriptFailed, keys
 from .runtime.arguments import check_queue_name, now_ms
@@ -60,6 +65,17 @@ class _HeldJob(Job):
     token: str = ""
     queue: str = ""
     client: Any = field(default=None, repr=False)
+    # Set once the function has handed the job over to wait for its children: the worker then
+    # sends no finish for this pickup.
+    moved_to_waiting_children: bool = False
+
+    def _waiting_children_arguments(self, child_id: str) -> dict[str, Any]:
+        return {"queue": self.queue, "job_id": self.id, "token": self.token, "child_id": child_id}
+
+    def _mark_moved(self, moved: int) -> bool:
+        if moved == 1:
+            object.__setattr__(self, "moved_to_waiting_children", True)  # frozen: once, here
+        return moved == 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,6 +89,17 @@ class ActiveJob(_HeldJob):
     def log(self, line: str) -> None:
         """Add a line to the job's log."""
         g.add_log(self.client, queue=self.queue, job_id=self.id, line=line)
+
+    def move_to_waiting_children(self, child_id: str = "") -> bool:
+        """Hand the job over until its pending children (or the child `child_id` alone) are
+        done, after adding them (`Queue.add_flow(..., parent_id=job.id)`, or
+        `JobOptions(parent_id=job.id)`). True: it moved; the worker finishes nothing when the
+        function returns, and the job runs again once the children are done. False: nothing
+        was pending, and the job is still this worker's to finish."""
+        moved = g.move_to_waiting_children(
+            self.client, **self._waiting_children_arguments(child_id)
+        )
+        return self._mark_moved(moved)
 
 
 Processor = Callable[[ActiveJob], object]
@@ -144,6 +171,59 @@ class WorkerSettings:
 # How a job's function ended: ("completed", its value as JSON, "") or ("failed", the
 # exception's text, its traceback).
 _Ended = tuple[Literal["completed", "failed"], str, str]
+
+
+# How a job that completed ends when a child of it failed without a policy that lets the parent
+# go on (moveToFinished-14 answers -9): it fails, and runs again while attempts are left.
+_CHILD_FAILED: _Ended = ("failed", "a child of the job failed", "")
+
+
+def _finishing(
+    settings: WorkerSettings,
+    queue: str,
+    job: _HeldJob,
+    ended: _Ended,
+    failure: Exception | None,
+    closing: Callable[[], bool],
+) -> Generator[tuple[str, dict[str, Any]], Any, Any]:
+    """The calls that finish `job`, as a generator: it yields each (a wrapper's name and its
+    arguments but the client), is sent the reply or thrown the call's ScriptFailed, and returns
+    moveToFinished-14's reply, or None once the job is not this pickup's (the lock was lost to a
+    stall or a hand-back, or the job went to wait for its children). Worker and AsyncWorker each
+    drive it with their own client.
+
+    A completion refused for pending children (-4) hands the job over to wait for them, so it
+    runs again once they are done; one refused for a failed child (-9) fails it instead."""
+    while True:
+        arguments = settings.finish(job, ended, not closing(), failure)
+        try:
+            return (yield "move_to_finished", {"queue": queue, **arguments})
+        except JobPendingChildren:
+            try:
+                moved = yield "move_to_waiting_children", job._waiting_children_arguments("")
+            except JobHasFailedChildren:
+                ended, failure = _CHILD_FAILED, None
+                continue
+            except ScriptFailed:
+                return None
+            if job._mark_moved(moved):
+                return None
+            # Its children were done meanwhile: the completion is sent again.
+        except JobHasFailedChildren:
+            ended, failure = _CHILD_FAILED, None
+        except ScriptFailed:
+            return None
+
+
+def _advance(steps: Generator[Any, Any, Any], reply: object) -> tuple[bool, Any]:
+    """Send `steps` a call's reply, or throw it the call's ScriptFailed: (True, its next call),
+    or (False, what it returned)."""
+    try:
+        if isinstance(reply, ScriptFailed):
+            return True, steps.throw(reply)
+        return True, steps.send(reply)
+    except StopIteration as done:
+        return False, done.value
 
 
 def _custom(job: Job) -> bool:
@@ -329,17 +409,25 @@ class Worker:
             ended = _completed(self.processor(job))
         except Exception as exc:  # the job's failure: its text and traceback are stored
             ended, failure = _failed(exc), exc
-        fetch_next = not self._closing.is_set()
-        arguments = self.settings.finish(job, ended, fetch_next, failure)
-        try:
-            finished = self._send(g.move_to_finished, self.client, queue=self.queue, **arguments)
-        except ScriptFailed:
-            finished = None  # the lock was lost (a stall, a hand-back): another run owns it now
+        finished = None if job.moved_to_waiting_children else self._finish(job, ended, failure)
         with self._guard:
             self._in_hand.pop(job.id, None)
         if finished is None or not finished.job_id:
             return None
         return self._hold(finished.job_id, finished.fields, job.token)
+
+    def _finish(self, job: ActiveJob, ended: _Ended, failure: Exception | None) -> Any:
+        """Drive `_finishing` for `job` on this worker's client."""
+        steps = _finishing(self.settings, self.queue, job, ended, failure, self._closing.is_set)
+        going, step = True, next(steps)
+        while going:
+            try:
+                going, step = _advance(
+                    steps, self._send(getattr(g, step[0]), self.client, **step[1])
+                )
+            except ScriptFailed as exc:
+                going, step = _advance(steps, exc)
+        return step
 
     # -- the helpers ---------------------------------------------------------------------
 
@@ -416,6 +504,13 @@ class AsyncActiveJob(_HeldJob):
     async def log(self, line: str) -> None:
         """Add a line to the job's log."""
         await g.add_log_async(self.client, queue=self.queue, job_id=self.id, line=line)
+
+    async def move_to_waiting_children(self, child_id: str = "") -> bool:
+        """`ActiveJob.move_to_waiting_children`."""
+        moved = await g.move_to_waiting_children_async(
+            self.client, **self._waiting_children_arguments(child_id)
+        )
+        return self._mark_moved(moved)
 
 
 AsyncProcessor = Callable[[AsyncActiveJob], Awaitable[object]]
@@ -551,18 +646,25 @@ class AsyncWorker:
             ended = _completed(await self.processor(job))
         except Exception as exc:  # the job's failure: its text and traceback are stored
             ended, failure = _failed(exc), exc
-        fetch_next = not self._closing.is_set()
-        arguments = self.settings.finish(job, ended, fetch_next, failure)
-        try:
-            finished = await self._send(
-                g.move_to_finished_async, self.client, queue=self.queue, **arguments
-            )
-        except ScriptFailed:
-            finished = None
+        finished = (
+            None if job.moved_to_waiting_children else await self._finish(job, ended, failure)
+        )
         self._in_hand.pop(job.id, None)
         if finished is None or not finished.job_id:
             return None
         return self._hold(finished.job_id, finished.fields, job.token)
+
+    async def _finish(self, job: AsyncActiveJob, ended: _Ended, failure: Exception | None) -> Any:
+        """`Worker._finish`."""
+        steps = _finishing(self.settings, self.queue, job, ended, failure, self._closing.is_set)
+        going, step = True, next(steps)
+        while going:
+            call = getattr(g, f"{step[0]}_async")
+            try:
+                going, step = _advance(steps, await self._send(call, self.client, **step[1]))
+            except ScriptFailed as exc:
+                going, step = _advance(steps, exc)
+        return step
 
     async def _heartbeats(self) -> None:
         duration = self.settings.lock_duration

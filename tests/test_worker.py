@@ -24,7 +24,9 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from echomq_scripts.events import AsyncQueueEvents, Event, QueueEvents
-from echomq_scripts.queue import AsyncQueue, Backoff, Job, JobOptions, Queue
+from echomq_scripts.flows import FlowJob
+from echomq_scripts.generated.errors import ParentJobNotExist
+from echomq_scripts.queue import AsyncQueue, Backoff, Dependencies, Job, JobOptions, Queue
 from echomq_scripts.runtime import ArgumentError, keys
 from echomq_scripts.runtime.arguments import now_ms
 from echomq_scripts.worker import (
@@ -412,6 +414,21 @@ def test_options_choose_the_add_and_travel_with_the_job(r: redis.Redis) -> None:
     queue.resume()
     assert not queue.is_paused()
     assert queue.get_job("nothing") is None
+    # A parent makes the add a flow of one, alone or within a bulk add.
+    parent_id = queue.add("parent", 0).job_id
+    below = JobOptions(parent_id=parent_id)
+    child = queue.add("child", 1, JobOptions(parent_id=parent_id, delay=60_000))
+    bulk = queue.add_bulk([("a", 2, below), ("b", 3), ("c", 4, below)])
+    assert [a.added for a in bulk] == [1, 1, 1]
+    assert queue.get_state(child.job_id) == "delayed"
+    assert queue.get_dependencies(parent_id).unprocessed == sorted(
+        [child.job_id, bulk[0].job_id, bulk[2].job_id]
+    )
+    below_parent = queue.get_job(bulk[2].job_id) or pytest.fail("gone")
+    assert below_parent.fields["parentKey"] == keys.job("mail", parent_id)
+    assert "parentKey" not in (queue.get_job(bulk[1].job_id) or pytest.fail("gone")).fields
+    with pytest.raises(ParentJobNotExist):
+        queue.add("orphan", 5, JobOptions(parent_id="nobody"))
 
 
 @pytest.mark.parametrize(
@@ -563,3 +580,119 @@ def test_the_asyncio_queue_does_the_same(redis_server: RedisServer, r: redis.Red
 
     listed, removed, drained, ids = asyncio.run(main())
     assert (listed, removed, drained) == (ids, True, 2)
+
+
+# -- jobs that wait for children ----------------------------------------------------------
+
+
+def test_a_job_that_adds_children_waits_for_them_and_runs_again(
+    r: redis.Redis, running: Callable[[Worker], threading.Thread]
+) -> None:
+    # The function adds two children on the first run and returns: the completion is refused
+    # for pending children (-4), so the worker hands the job over to waiting-children; once
+    # both children are done, the job runs again and completes with their values.
+    queue = Queue(r, "mail")
+    parent_id = queue.add("digest", {"step": "start"}).job_id
+    runs: list[tuple[str, str]] = []
+    seen_waiting = threading.Event()
+
+    def work(job: ActiveJob) -> object:
+        runs.append((job.name, job.id))
+        if job.name == "part":
+            seen_waiting.wait(20)  # hold the children until the parent is seen waiting
+            assert isinstance(job.data, int)
+            return job.data * 10
+        children = queue.get_dependencies(job.id)
+        if not children.processed and not children.unprocessed:
+            for n in (1, 2):
+                queue.add("part", n, JobOptions(parent_id=job.id))
+            return "not yet"  # a completion the server refuses: children pending
+        return sorted(children.processed.values())  # type: ignore[type-var]
+
+    running(Worker(r, "mail", work, concurrency=3, idle_block=0.05))
+    wait_until(lambda: queue.get_state(parent_id) == "waiting-children")
+    seen_waiting.set()
+    wait_until(lambda: queue.get_state(parent_id) == "completed")
+    parent = queue.get_job(parent_id) or pytest.fail("the parent is gone")
+    assert parent.return_value == [10, 20]
+    assert [name for name, job_id in runs if job_id == parent_id] == ["digest", "digest"]
+    assert sorted(name for name, _ in runs) == ["digest", "digest", "part", "part"]
+    assert queue.counts().completed == 3
+
+
+def test_a_job_hands_itself_over_to_wait_for_one_child(
+    redis_server: RedisServer, r: redis.Redis
+) -> None:
+    # The asyncio form, with the function moving the job itself: after that the worker sends no
+    # finish, and the job's next run finds the child done (move_to_waiting_children: False).
+    moves: list[bool] = []
+
+    async def main() -> tuple[object, int]:
+        client = redis.asyncio.Redis(port=redis_server.port)
+        try:
+            queue = AsyncQueue(client, "mail")
+            parent_id = (await queue.add("parent", 0)).job_id
+
+            async def work(job: AsyncActiveJob) -> object:
+                if job.name == "child":
+                    return "child done"
+                if not moves:
+                    child = await queue.add("child", 1, JobOptions(parent_id=job.id))
+                    moves.append(await job.move_to_waiting_children(child.job_id))
+                    assert job.moved_to_waiting_children
+                    return "dropped: the job is no longer this run's"
+                moves.append(await job.move_to_waiting_children())
+                return "parent done"
+
+            await AsyncWorker(client, "mail", work, concurrency=2, idle_block=0.05).run(burst=True)
+            parent = await queue.get_job(parent_id)
+            assert parent is not None
+            return parent.return_value, (await queue.counts()).completed
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(main()) == ("parent done", 2)
+    assert moves == [True, False]
+
+
+def test_a_job_whose_child_failed_fails_instead_of_completing(
+    r: redis.Redis, running: Callable[[Worker], threading.Thread]
+) -> None:
+    # A child that fails for good without a policy while its parent runs leaves the parent
+    # unable to complete (-9): the worker fails the parent instead, with the reason.
+    queue = Queue(r, "mail")
+    parent_id = queue.add("parent", 0).job_id
+
+    def work(job: ActiveJob) -> object:
+        if job.name == "child":
+            raise RuntimeError("the child broke")
+        child_id = queue.add("child", 1, JobOptions(parent_id=job.id)).job_id
+        wait_until(lambda: queue.get_state(child_id) == "failed")
+        assert queue.get_dependencies(job.id).failed == [child_id]
+        return "parent done"
+
+    running(Worker(r, "mail", work, concurrency=2, idle_block=0.05))
+    wait_until(lambda: queue.get_state(parent_id) == "failed")
+    parent = queue.get_job(parent_id) or pytest.fail("the parent is gone")
+    assert parent.failed_reason == "a child of the job failed"
+    assert queue.counts().failed == 2
+
+
+def test_a_parents_dependencies_are_read_whole_past_one_page(r: redis.Redis) -> None:
+    # 1,100 children: more than one call's page (1,000), so the records come in pages.
+    queue = Queue(r, "mail")
+    children = [FlowJob("child", "mail", data=str(n)) for n in range(1100)]
+    ids = queue.add_flow(FlowJob("parent", "mail", children=children))
+    child_ids = [child.job_id for child in ids.children]
+    pending = queue.get_dependencies(ids.job_id)
+    assert pending == Dependencies({}, sorted(child_ids), {}, [])
+    seen: list[Dependencies] = []
+
+    def work(job: ActiveJob) -> object:
+        if job.name == "parent":
+            seen.append(queue.get_dependencies(job.id))
+        return job.data
+
+    Worker(r, "mail", work, concurrency=8).run(burst=True, handle_signals=False)
+    assert seen == [Dependencies(dict(zip(child_ids, range(1100), strict=True)), [], {}, [])]
+    assert queue.get_state(ids.job_id) == "completed"
