@@ -12,19 +12,18 @@ add scripts read (docs/protocol.md, job options).
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Self, TypeVar
+from typing import Any, Literal, NamedTuple, Self
 
+from . import calls
 from . import generated as g
 from .flows import MAX_PRIORITY, FlowIds, FlowJob, add_flow, add_flow_async, flow_values
 from .runtime import ArgumentError, PipelineIncompleteError, execute, execute_async, keys
 from .runtime.arguments import check_queue_name, now_ms
 from .runtime.clients import AsyncClient, SyncClient
 from .runtime.replies import text
-from .schedulers import upsert_job_scheduler
-
-_T = TypeVar("_T")
+from .schedulers import upsert_job_scheduler, upsert_job_scheduler_async
 
 
 @dataclass(frozen=True)
@@ -366,7 +365,27 @@ class Queue:
 
     def get_dependencies(self, job_id: str) -> Dependencies:
         """The job's children by what became of them (JobNotExist when there is no job)."""
-        return _read(self.client, _read_dependencies(self.name, job_id))
+        return calls.run(self.client, _read_dependencies(self.name, job_id))
+
+    def get_job_logs(
+        self, job_id: str, start: int = 0, count: int = 1000, asc: bool = True
+    ) -> tuple[int, list[str]]:
+        """How many lines the job's log holds, and `count` of them from place `start`, oldest
+        first (newest first, the places counting from the newest, unless `asc`)."""
+        return g.get_job_logs(
+            self.client, queue=self.name, job_id=job_id, start=start, count=count, asc=asc
+        )
+
+    def get_metrics(self, outcome: g.GetMetricsOutcome, start: int = 0, end: int = -1) -> Metrics:
+        """The metrics of the completed or the failed jobs, with the series' points `start`
+        to `end` (0: the newest minute; -1: the oldest)."""
+        reply = g.get_metrics(self.client, queue=self.name, outcome=outcome, start=start, stop=end)
+        return Metrics(*reply)
+
+    def obliterate(self, force: bool = False) -> bool:
+        """Delete the paused queue and everything in it, in calls of at most `_BATCH` jobs;
+        False when refused: the queue is not paused, or it has active jobs and not `force`."""
+        return calls.run(self.client, _obliterating(self.name, force))
 
     def upsert_job_scheduler(self, scheduler_id: str, **settings: Any) -> tuple[str, int]:
         """Create or update a job scheduler of this queue (schedulers.upsert_job_scheduler,
@@ -384,31 +403,7 @@ class Dependencies:
     failed: list[str]  # failed under failParentOnFailure or no policy, oldest failure first
 
 
-# A read made of several calls, as a generator: it yields each call (a wrapper's name and its
-# arguments but the client) and is sent the reply; it returns what it read. Queue and AsyncQueue
-# each drive it with their own client, so the reading is written once.
-_Read = Generator[tuple[str, dict[str, Any]], Any, _T]
-
-
-def _read(client: SyncClient, read: _Read[_T]) -> _T:
-    try:
-        call = next(read)
-        while True:
-            call = read.send(getattr(g, call[0])(client, **call[1]))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-
-
-async def _read_async(client: AsyncClient, read: _Read[_T]) -> _T:
-    try:
-        call = next(read)
-        while True:
-            call = read.send(await getattr(g, f"{call[0]}_async")(client, **call[1]))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-
-
-def _read_dependencies(queue: str, job_id: str) -> _Read[Dependencies]:
+def _read_dependencies(queue: str, job_id: str) -> calls.Steps[Dependencies]:
     """getDependencies-4, then paginate-1 on each record that did not come whole."""
     reply = yield "get_dependencies", {"queue": queue, "job_id": job_id, "count": _BATCH}
     processed, unprocessed, ignored, failed, cursors = reply
@@ -439,6 +434,26 @@ def _read_dependencies(queue: str, job_id: str) -> _Read[Dependencies]:
         },
         failed=[key[start:] for key in members["unsuccessful"]],
     )
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """How many jobs completed (or failed) since the queue began, and a page of the per-minute
+    series, newest minute first."""
+
+    count: int
+    prev_ts: int  # the series' last minute, in ms (0 before the first point)
+    prev_count: int  # the count then
+    data: list[int]  # the points asked for
+    points: int  # how many points the series holds
+
+
+def _obliterating(queue: str, force: bool) -> calls.Steps[bool]:
+    """obliterate-20 until the queue is gone (True) or it refuses (False)."""
+    while True:
+        left: int = yield "obliterate", {"queue": queue, "count": _BATCH, "force": force}
+        if left != 1:
+            return left == 0
 
 
 # Jobs a walk's call takes at most (removeJob-13, drain-5, cleanJobsInSet-5): a call holds the
@@ -548,7 +563,7 @@ class AsyncQueue:
         return await g.get_job_state_async(self.client, queue=self.name, job_id=job_id)
 
     async def get_dependencies(self, job_id: str) -> Dependencies:
-        return await _read_async(self.client, _read_dependencies(self.name, job_id))
+        return await calls.run_async(self.client, _read_dependencies(self.name, job_id))
 
     async def get_jobs(
         self, *states: g.GetJobsState, start: int = 0, end: int = -1, asc: bool = False
@@ -594,6 +609,29 @@ class AsyncQueue:
             removed += count
             if count < _BATCH:
                 return removed
+
+    async def get_job_logs(
+        self, job_id: str, start: int = 0, count: int = 1000, asc: bool = True
+    ) -> tuple[int, list[str]]:
+        return await g.get_job_logs_async(
+            self.client, queue=self.name, job_id=job_id, start=start, count=count, asc=asc
+        )
+
+    async def get_metrics(
+        self, outcome: g.GetMetricsOutcome, start: int = 0, end: int = -1
+    ) -> Metrics:
+        reply = await g.get_metrics_async(
+            self.client, queue=self.name, outcome=outcome, start=start, stop=end
+        )
+        return Metrics(*reply)
+
+    async def obliterate(self, force: bool = False) -> bool:
+        return await calls.run_async(self.client, _obliterating(self.name, force))
+
+    async def upsert_job_scheduler(self, scheduler_id: str, **settings: Any) -> tuple[str, int]:
+        return await upsert_job_scheduler_async(
+            self.client, self.name, scheduler_id, now=now_ms(), **settings
+        )
 
     async def clean(self, state: g.CleanJobsInSetState, grace: int = 0) -> list[str]:
         removed: list[str] = []

@@ -9,20 +9,20 @@ time that does not exist that day runs at the first one that does, and an hourly
 both of a repeated hour.
 
 `upsert_job_scheduler` creates or updates a scheduler and returns its pending iteration. A worker
-that picks up an iteration (its fields have "rjk") calls `schedule_next`: only the pick of the
-current iteration schedules the next one, however many workers race.
+that picks up an iteration (its fields have "rjk") calls `schedule_next`, as the Worker does:
+only the pick of the current iteration schedules the next one, however many workers race.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from . import generated as g
+from . import calls
 from .runtime import ArgumentError
-from .runtime.clients import SyncClient
+from .runtime.clients import AsyncClient, SyncClient
 
 if TYPE_CHECKING:
     from cronsim import CronSim
@@ -53,27 +53,74 @@ def upsert_job_scheduler(
     `limit` iterations (0 for none). Its iterations are jobs named `name` with `data`, `opts` and
     `priority`. Returns the pending iteration's id ("" when the limit or the end date is reached)
     and when it runs."""
-    next_millis = 0
-    if pattern:
-        next_millis = next_run(pattern, tz, max(now, start_date) - 1)
-    return g.add_job_scheduler(
-        client,
-        queue=queue,
-        scheduler_id=scheduler_id,
+    steps = _upserting(
+        queue,
+        scheduler_id,
         now=now,
+        name=name,
         every=every,
         pattern=pattern,
-        tz=tz if pattern else "",
-        next_millis=next_millis,
+        tz=tz,
         limit=limit,
         start_date=start_date,
         end_date=end_date,
         offset=offset,
-        name=name,
         data=data,
-        opts=opts or {},
+        opts=opts,
         priority=priority,
     )
+    return calls.run(client, steps)
+
+
+async def upsert_job_scheduler_async(
+    client: AsyncClient, queue: str, scheduler_id: str, *, now: int, name: str, **settings: Any
+) -> tuple[str, int]:
+    """`upsert_job_scheduler` on a redis.asyncio client, with the same settings."""
+    steps = _upserting(queue, scheduler_id, now=now, name=name, **settings)
+    return await calls.run_async(client, steps)
+
+
+def _upserting(
+    queue: str,
+    scheduler_id: str,
+    *,
+    now: int,
+    name: str,
+    every: int = 0,
+    pattern: str = "",
+    tz: str = "UTC",
+    limit: int = 0,
+    start_date: int = 0,
+    end_date: int = 0,
+    offset: int = 0,
+    data: str = "{}",
+    opts: Mapping[str, object] | None = None,
+    priority: int = 0,
+) -> calls.Steps[tuple[str, int]]:
+    next_millis = 0
+    if pattern:
+        next_millis = next_run(pattern, tz, max(now, start_date) - 1)
+    added: tuple[str, int] = yield (
+        "add_job_scheduler",
+        {
+            "queue": queue,
+            "scheduler_id": scheduler_id,
+            "now": now,
+            "every": every,
+            "pattern": pattern,
+            "tz": tz if pattern else "",
+            "next_millis": next_millis,
+            "limit": limit,
+            "start_date": start_date,
+            "end_date": end_date,
+            "offset": offset,
+            "name": name,
+            "data": data,
+            "opts": opts or {},
+            "priority": priority,
+        },
+    )
+    return added
 
 
 def schedule_next(
@@ -83,10 +130,17 @@ def schedule_next(
     the job is a scheduler's iteration, schedule the next one (updateJobScheduler-10). Returns
     the next iteration's id, or "" when none was added (not an iteration, not the current one,
     or the scheduler has run its course)."""
+    return calls.run(client, scheduling_next(queue, job_id, fields, now=now))
+
+
+def scheduling_next(
+    queue: str, job_id: str, fields: Mapping[str, str], *, now: int
+) -> calls.Steps[str]:
+    """`schedule_next`'s calls (calls.py), for a Worker to drive on its own client."""
     scheduler_id = fields.get("rjk")
     if not scheduler_id:
         return ""
-    scheduler = g.get_job_scheduler(client, queue=queue, scheduler_id=scheduler_id)
+    scheduler = yield "get_job_scheduler", {"queue": queue, "scheduler_id": scheduler_id}
     if not scheduler:
         return ""
     next_millis = 0
@@ -94,14 +148,17 @@ def schedule_next(
         # Runs missed while nobody picked the iteration up are skipped: the next is after now.
         after = max(int(scheduler["next"]), now)
         next_millis = next_run(scheduler["pattern"], scheduler.get("tz") or "UTC", after)
-    return g.update_job_scheduler(
-        client,
-        queue=queue,
-        scheduler_id=scheduler_id,
-        job_id=job_id,
-        now=now,
-        next_millis=next_millis,
+    next_id: str = yield (
+        "update_job_scheduler",
+        {
+            "queue": queue,
+            "scheduler_id": scheduler_id,
+            "job_id": job_id,
+            "now": now,
+            "next_millis": next_millis,
+        },
     )
+    return next_id
 
 
 def next_run(pattern: str, tz: str, after: int) -> int:

@@ -38,19 +38,21 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Generator, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import redis
 
+from . import calls
 from . import generated as g
 from .generated.errors import JobHasFailedChildren, JobPendingChildren
 from .queue import Job
 from .runtime import ScriptFailed, keys
 from .runtime.arguments import check_queue_name, now_ms
 from .runtime.clients import AsyncClient, SyncClient
+from .schedulers import scheduling_next
 
 _T = TypeVar("_T")
 # What a call meets while Redis cannot be reached (a loading server's error is a ConnectionError).
@@ -117,6 +119,9 @@ class WorkerSettings:
     idle_block: float = 1.0  # s an idle slot blocks on the marker before it looks again
     shutdown_timeout: float | None = None  # s the jobs in hand get to finish once closing
     name: str = ""  # the worker's name in its lock tokens; "" for a random one
+    # Per-minute points of the finished jobs' metrics kept (Queue.get_metrics); 0: the counts
+    # alone.
+    max_metrics: int = 0
     # The retry delay in ms of a failed job whose backoff type is neither "fixed" nor
     # "exponential" (the script's own two), from the attempts made with this one, the job
     # and its exception; None: such a job is retried at once.
@@ -165,6 +170,7 @@ class WorkerSettings:
             "lock_duration": self.lock_duration,
             "limit_max": limit_max,
             "limit_duration": limit_duration,
+            "max_metrics": self.max_metrics,
         }
 
 
@@ -185,12 +191,10 @@ def _finishing(
     ended: _Ended,
     failure: Exception | None,
     closing: Callable[[], bool],
-) -> Generator[tuple[str, dict[str, Any]], Any, Any]:
-    """The calls that finish `job`, as a generator: it yields each (a wrapper's name and its
-    arguments but the client), is sent the reply or thrown the call's ScriptFailed, and returns
-    moveToFinished-14's reply, or None once the job is not this pickup's (the lock was lost to a
-    stall or a hand-back, or the job went to wait for its children). Worker and AsyncWorker each
-    drive it with their own client.
+) -> calls.Steps[Any]:
+    """The calls that finish `job` (calls.py): moveToFinished-14's reply, or None once the job
+    is not this pickup's (the lock was lost to a stall or a hand-back, or the job went to wait
+    for its children).
 
     A completion refused for pending children (-4) hands the job over to wait for them, so it
     runs again once they are done; one refused for a failed child (-9) fails it instead."""
@@ -213,17 +217,6 @@ def _finishing(
             ended, failure = _CHILD_FAILED, None
         except ScriptFailed:
             return None
-
-
-def _advance(steps: Generator[Any, Any, Any], reply: object) -> tuple[bool, Any]:
-    """Send `steps` a call's reply, or throw it the call's ScriptFailed: (True, its next call),
-    or (False, what it returned)."""
-    try:
-        if isinstance(reply, ScriptFailed):
-            return True, steps.throw(reply)
-        return True, steps.send(reply)
-    except StopIteration as done:
-        return False, done.value
 
 
 def _custom(job: Job) -> bool:
@@ -398,6 +391,9 @@ class Worker:
     def _hold(self, job_id: str, fields: dict[str, str], token: str) -> ActiveJob:
         with self._guard:
             self._in_hand[job_id] = token
+        if "rjk" in fields:  # a job scheduler's iteration: its pickup schedules the next
+            steps = scheduling_next(self.queue, job_id, fields, now=now_ms())
+            calls.run(self.client, steps, self._send)
         return ActiveJob.from_fields(
             job_id, fields, token=token, queue=self.queue, client=self.client
         )
@@ -419,15 +415,7 @@ class Worker:
     def _finish(self, job: ActiveJob, ended: _Ended, failure: Exception | None) -> Any:
         """Drive `_finishing` for `job` on this worker's client."""
         steps = _finishing(self.settings, self.queue, job, ended, failure, self._closing.is_set)
-        going, step = True, next(steps)
-        while going:
-            try:
-                going, step = _advance(
-                    steps, self._send(getattr(g, step[0]), self.client, **step[1])
-                )
-            except ScriptFailed as exc:
-                going, step = _advance(steps, exc)
-        return step
+        return calls.run(self.client, steps, self._send)
 
     # -- the helpers ---------------------------------------------------------------------
 
@@ -610,7 +598,7 @@ class AsyncWorker:
         except _GaveUp:
             return None
         if pickup.job_id:
-            return self._hold(pickup.job_id, pickup.fields, token)
+            return await self._hold(pickup.job_id, pickup.fields, token)
         if pickup.limit_delay:
             await self._pause(pickup.limit_delay / 1000)
         elif burst:
@@ -634,8 +622,11 @@ class AsyncWorker:
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), seconds)
 
-    def _hold(self, job_id: str, fields: dict[str, str], token: str) -> AsyncActiveJob:
+    async def _hold(self, job_id: str, fields: dict[str, str], token: str) -> AsyncActiveJob:
         self._in_hand[job_id] = token
+        if "rjk" in fields:
+            steps = scheduling_next(self.queue, job_id, fields, now=now_ms())
+            await calls.run_async(self.client, steps, self._send)
         return AsyncActiveJob.from_fields(
             job_id, fields, token=token, queue=self.queue, client=self.client
         )
@@ -652,19 +643,12 @@ class AsyncWorker:
         self._in_hand.pop(job.id, None)
         if finished is None or not finished.job_id:
             return None
-        return self._hold(finished.job_id, finished.fields, job.token)
+        return await self._hold(finished.job_id, finished.fields, job.token)
 
     async def _finish(self, job: AsyncActiveJob, ended: _Ended, failure: Exception | None) -> Any:
         """`Worker._finish`."""
         steps = _finishing(self.settings, self.queue, job, ended, failure, self._closing.is_set)
-        going, step = True, next(steps)
-        while going:
-            call = getattr(g, f"{step[0]}_async")
-            try:
-                going, step = _advance(steps, await self._send(call, self.client, **step[1]))
-            except ScriptFailed as exc:
-                going, step = _advance(steps, exc)
-        return step
+        return await calls.run_async(self.client, steps, self._send)
 
     async def _heartbeats(self) -> None:
         duration = self.settings.lock_duration

@@ -696,3 +696,74 @@ def test_a_parents_dependencies_are_read_whole_past_one_page(r: redis.Redis) -> 
     Worker(r, "mail", work, concurrency=8).run(burst=True, handle_signals=False)
     assert seen == [Dependencies(dict(zip(child_ids, range(1100), strict=True)), [], {}, [])]
     assert queue.get_state(ids.job_id) == "completed"
+
+
+# -- schedulers, logs, metrics, obliterate --------------------------------------------------
+
+
+def test_a_worker_that_picks_an_iteration_up_schedules_the_next(
+    r: redis.Redis, running: Callable[[Worker], threading.Thread]
+) -> None:
+    queue = Queue(r, "mail")
+    names: list[str] = []
+    first_id, _ = queue.upsert_job_scheduler("tick", name="tick", every=150, data='{"n":1}')
+    running(Worker(r, "mail", lambda job: names.append(job.name), idle_block=0.05))
+    wait_until(lambda: queue.counts().completed >= 3)
+    assert set(names) == {"tick"}
+    completed = queue.get_jobs("completed", asc=True)
+    assert completed[0].id == first_id
+    run_at = [int(job.id.rsplit("-", 1)[1]) for job in completed]
+    assert all(later - earlier == 150 for earlier, later in itertools.pairwise(run_at[:3]))
+
+
+def test_the_asyncio_queue_schedules_and_its_worker_goes_on(
+    redis_server: RedisServer, r: redis.Redis
+) -> None:
+    async def main() -> tuple[str, int]:
+        client = redis.asyncio.Redis(port=redis_server.port)
+        try:
+            queue = AsyncQueue(client, "mail")
+            first_id, run_at = await queue.upsert_job_scheduler("digest", name="d", every=60_000)
+
+            async def noop(job: AsyncActiveJob) -> None:
+                return None
+
+            await AsyncWorker(client, "mail", noop).run(burst=True)
+            assert await queue.get_state(first_id) == "completed"
+            return f"repeat-digest-{run_at + 60_000}", (await queue.counts()).delayed
+        finally:
+            await client.aclose()
+
+    next_id, delayed = asyncio.run(main())
+    assert delayed == 1
+    assert Queue(r, "mail").get_state(next_id) == "delayed"
+
+
+def test_the_queue_reads_logs_and_metrics_and_obliterates(r: redis.Redis) -> None:
+    queue = Queue(r, "mail")
+    ids = [a.job_id for a in queue.add_bulk([("send", n) for n in range(5)])]
+
+    def work(job: ActiveJob) -> None:
+        for line in ("start", "middle", "end"):
+            job.log(f"{line} {job.data}")
+        if job.data == 4:
+            raise ValueError("four")
+
+    Worker(r, "mail", work, max_metrics=10).run(burst=True, handle_signals=False)
+    assert queue.get_job_logs(ids[1]) == (3, ["start 1", "middle 1", "end 1"])
+    assert queue.get_job_logs(ids[1], start=0, count=2, asc=False) == (3, ["end 1", "middle 1"])
+    completed, failed = queue.get_metrics("completed"), queue.get_metrics("failed")
+    assert (completed.count, failed.count) == (4, 1)
+    # With max_metrics the series starts at the first finish: its minute's point is pushed
+    # when a later minute's first job finishes, so none is yet.
+    assert completed.prev_ts > 0
+    assert (completed.prev_count, completed.data, completed.points) == (0, [], 0)
+    # Obliterate: refused while the queue runs, then everything of the queue is gone.
+    assert not queue.obliterate()
+    assert r.exists(keys.job("mail", ids[0]))
+    queue.pause()
+    assert queue.obliterate()
+    # Left: the workers' token records (kept for re-sent calls), each expiring with its lock.
+    left = r.keys("emq:{mail}:*")
+    assert all(key.startswith(b"emq:{mail}:token:") for key in left)
+    assert all(0 < r.pttl(key) <= 30_000 for key in left)
