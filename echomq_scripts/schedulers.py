@@ -81,44 +81,23 @@ async def upsert_job_scheduler_async(
 
 
 def _upserting(
-    queue: str,
-    scheduler_id: str,
-    *,
-    now: int,
-    name: str,
-    every: int = 0,
-    pattern: str = "",
-    tz: str = "UTC",
-    limit: int = 0,
-    start_date: int = 0,
-    end_date: int = 0,
-    offset: int = 0,
-    data: str = "{}",
-    opts: Mapping[str, object] | None = None,
-    priority: int = 0,
+    queue: str, scheduler_id: str, *, now: int, name: str, **settings: Any
 ) -> calls.Steps[tuple[str, int]]:
+    """addJobScheduler-10 with `settings` (upsert_job_scheduler's), a pattern's next run
+    computed here; a setting left out takes the wrapper's default."""
+    pattern = settings.setdefault("pattern", "")
+    settings.setdefault("every", 0)
+    settings.setdefault("data", "{}")
+    tz = settings.pop("tz", "UTC")
     next_millis = 0
     if pattern:
-        next_millis = next_run(pattern, tz, max(now, start_date) - 1)
+        next_millis = next_run(pattern, tz, max(now, settings.get("start_date", 0)) - 1)
+    if settings.get("opts") is None:
+        settings.pop("opts", None)
+    arguments = {"queue": queue, "scheduler_id": scheduler_id, "now": now, "name": name}
     added: tuple[str, int] = yield (
         "add_job_scheduler",
-        {
-            "queue": queue,
-            "scheduler_id": scheduler_id,
-            "now": now,
-            "every": every,
-            "pattern": pattern,
-            "tz": tz if pattern else "",
-            "next_millis": next_millis,
-            "limit": limit,
-            "start_date": start_date,
-            "end_date": end_date,
-            "offset": offset,
-            "name": name,
-            "data": data,
-            "opts": opts or {},
-            "priority": priority,
-        },
+        {**arguments, **settings, "tz": tz if pattern else "", "next_millis": next_millis},
     )
     return added
 

@@ -29,6 +29,7 @@ from echomq_scripts.generated.errors import ParentJobNotExist
 from echomq_scripts.queue import AsyncQueue, Backoff, Dependencies, Job, JobOptions, Queue
 from echomq_scripts.runtime import ArgumentError, keys
 from echomq_scripts.runtime.arguments import now_ms
+from echomq_scripts.runtime.replies import text
 from echomq_scripts.worker import (
     ActiveJob,
     AsyncActiveJob,
@@ -765,5 +766,5 @@ def test_the_queue_reads_logs_and_metrics_and_obliterates(r: redis.Redis) -> Non
     assert queue.obliterate()
     # Left: the workers' token records (kept for re-sent calls), each expiring with its lock.
     left = r.keys("emq:{mail}:*")
-    assert all(key.startswith(b"emq:{mail}:token:") for key in left)
+    assert all(text(key).startswith("emq:{mail}:token:") for key in left)
     assert all(0 < r.pttl(key) <= 30_000 for key in left)
