@@ -489,10 +489,15 @@ class _BulkAdd:
         self.queued: list[Any] = []  # the Pending of each call in `pending`, once on a pipeline
 
     def queue_on(self, pipe: Any) -> None:
-        self.queued = [
-            getattr(g, f"{call.wrapper}_pipeline")(pipe, queue=self.queue, **call.arguments)
-            for call in (self.calls[i] for i in self.pending)
-        ]
+        wrappers: dict[str, Any] = {}  # each wrapper looked up once a pipeline, not once a job
+        queued = []
+        for index in self.pending:
+            call = self.calls[index]
+            wrapper = wrappers.get(call.wrapper)
+            if wrapper is None:
+                wrapper = wrappers[call.wrapper] = getattr(g, f"{call.wrapper}_pipeline")
+            queued.append(wrapper(pipe, queue=self.queue, **call.arguments))
+        self.queued = queued
 
     def take(self, replies: Sequence[object], not_run: Sequence[int] = ()) -> None:
         unrun = set(not_run)
