@@ -13,7 +13,6 @@ each, so that a record is far larger than a call can read.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Callable
@@ -49,7 +48,7 @@ def _fill(client: redis.Redis, jobs: int, now: int) -> None:
                 queue=QUEUE,
                 job_id="",
                 name="job",
-                data=json.dumps({"n": i}, separators=(",", ":")),
+                data={"n": i},
                 opts={},
                 now=now,
                 dedup_id="",

@@ -2,9 +2,9 @@
 
 `Queue` is the producer's side of the protocol, `Worker` (worker.py) the consumer's. Both speak
 to Redis only through the generated wrappers of `echomq_scripts.generated`, so they obey the
-scripts' checks and codes like any runtime. A job's data is any JSON value, sent as JSON text and
-decoded when read back; its options are typed (`JobOptions`) and sent as the JSON object the
-add scripts read (docs/protocol.md, job options).
+scripts' checks and codes like any runtime. A job's data is any JSON value, sent as JSON text (the
+add wrappers' `json` argument) and decoded when read back; its options are typed (`JobOptions`)
+and sent as the JSON object the add scripts read (docs/protocol.md, job options).
 
 `AsyncQueue` is the same on a redis.asyncio client.
 """
@@ -20,7 +20,7 @@ from . import calls
 from . import generated as g
 from .flows import MAX_PRIORITY, FlowIds, FlowJob, add_flow, add_flow_async, flow_values
 from .runtime import ArgumentError, PipelineIncompleteError, execute, execute_async, keys
-from .runtime.arguments import check_queue_name, now_ms
+from .runtime.arguments import check_queue_name, json_arg, now_ms
 from .runtime.clients import AsyncClient, SyncClient
 from .runtime.replies import text
 from .schedulers import upsert_job_scheduler, upsert_job_scheduler_async
@@ -176,18 +176,13 @@ def _options(text: str | None) -> Mapping[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-# The scripts store the data as the JSON text they are given, and the Worker decodes it. One
-# encoder for every add: json.dumps with these settings would build a new one each call.
-_DATA_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-_encoded_data = _DATA_ENCODER.encode
-
-
 class _AddCall(NamedTuple):
     """An add as a wrapper call: the wrapper's name, its arguments (but the client and the
     queue), and whether its answer is the first of a flow's list."""
 
     wrapper: str
     arguments: dict[str, object]
+    name: str  # the job's
     as_flow: bool = False
 
     def answer(self, reply: Any) -> g.Added:
@@ -203,13 +198,11 @@ def _add_call(queue: str, name: str, data: object, options: JobOptions) -> _AddC
         raise ArgumentError(
             f"job {name!r}: priority must be from 0 to {MAX_PRIORITY}, got {options.priority}"
         )
-    try:
-        text = _encoded_data(data)
-    except (TypeError, ValueError) as exc:
-        raise ArgumentError(f"job {name!r}: data is not JSON: {exc}") from None
     dedup = options.deduplication.id if options.deduplication is not None else ""
     if options.parent_id:
-        # The add scripts take no parent: a job below one is a flow of one node.
+        # The add scripts take no parent: a job below one is a flow of one node, whose data is
+        # JSON text, encoded as the add wrappers encode theirs.
+        text = json_arg(f"job {name!r}", "data", data).decode("utf-8")
         node = FlowJob(
             name,
             queue,
@@ -222,19 +215,19 @@ def _add_call(queue: str, name: str, data: object, options: JobOptions) -> _AddC
         )
         now = now_ms()
         flow = {"now": now, "parent_id": options.parent_id, "node": flow_values(node, now)}
-        return _AddCall("add_flow", flow, as_flow=True)
+        return _AddCall("add_flow", flow, name, as_flow=True)
     common: dict[str, object] = {
         "job_id": options.job_id,
         "name": name,
-        "data": text,
+        "data": data,
         "opts": options.to_json(),
         "dedup_id": dedup,
     }
     if options.delay:
-        return _AddCall("add_delayed_job", {**common, "delay": options.delay})
+        return _AddCall("add_delayed_job", {**common, "delay": options.delay}, name)
     if options.priority:
-        return _AddCall("add_prioritized_job", {**common, "priority": options.priority})
-    return _AddCall("add_standard_job", common)
+        return _AddCall("add_prioritized_job", {**common, "priority": options.priority}, name)
+    return _AddCall("add_standard_job", common, name)
 
 
 _NO_OPTIONS = JobOptions()
@@ -496,7 +489,10 @@ class _BulkAdd:
             wrapper = wrappers.get(call.wrapper)
             if wrapper is None:
                 wrapper = wrappers[call.wrapper] = getattr(g, f"{call.wrapper}_pipeline")
-            queued.append(wrapper(pipe, queue=self.queue, **call.arguments))
+            try:
+                queued.append(wrapper(pipe, queue=self.queue, **call.arguments))
+            except ArgumentError as exc:  # nothing is sent: the pipeline has not run
+                raise ArgumentError(f"job {call.name!r}, item {index} of the bulk: {exc}") from None
         self.queued = queued
 
     def take(self, replies: Sequence[object], not_run: Sequence[int] = ()) -> None:

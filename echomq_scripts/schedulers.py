@@ -44,7 +44,7 @@ def upsert_job_scheduler(
     start_date: int = 0,
     end_date: int = 0,
     offset: int = 0,
-    data: str = "{}",
+    data: object = None,
     opts: Mapping[str, object] | None = None,
     priority: int = 0,
 ) -> tuple[str, int]:
@@ -87,7 +87,7 @@ def _upserting(
     computed here; a setting left out takes the wrapper's default."""
     pattern = settings.setdefault("pattern", "")
     settings.setdefault("every", 0)
-    settings.setdefault("data", "{}")
+    settings.setdefault("data", None)
     tz = settings.pop("tz", "UTC")
     next_millis = 0
     if pattern:

@@ -8,7 +8,7 @@
 --- @key marker   `emq:{q}:marker`   the marker idle workers block on
 --- @arg job_id     id? = ""            a custom id, or "" to generate one
 --- @arg name       string              the job's name
---- @arg data       string              the job's data, as JSON
+--- @arg data       json                the job's data: any JSON value
 --- @arg opts       json(object) = {}   the job's options (attempts, backoff, ...)
 --- @arg now        int(0..) = @now     the caller's clock, in milliseconds
 --- @arg dedup_id   string = ""         a deduplication id, or ""

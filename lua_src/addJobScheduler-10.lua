@@ -27,7 +27,7 @@
 --- @arg end_date      int(0..) = 0       no run after this time (ms), or 0
 --- @arg offset        int(0..) = 0       every: the runs' place within each period (ms), or 0
 --- @arg name          string             the iterations' name
---- @arg data          string             the iterations' data, as JSON
+--- @arg data          json               the iterations' data: any JSON value
 --- @arg opts          json(object) = {}  the iterations' options
 --- @arg priority      int(0..2097151) = 0  the iterations' priority, or 0
 --- @return tuple[string, int]  the pending iteration's id ("" once the limit or the end date is

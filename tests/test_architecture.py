@@ -165,7 +165,7 @@ from echomq_scripts.runtime import keys
 missing = [name for name in sys.argv[2:] if importlib.util.find_spec(name) is None]
 client = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
 job_id, added = emq.add_standard_job(
-    client, queue="mail", job_id="", name="send", data="{}", opts={}, now=1000,
+    client, queue="mail", job_id="", name="send", data={}, opts={}, now=1000,
     dedup_id="",
 )
 taken, fields, _, _ = emq.move_to_active(

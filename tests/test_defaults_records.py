@@ -238,7 +238,7 @@ def test_records_and_defaults_in_this_projects_wrappers(redis_server: RedisServe
     from echomq_scripts import generated as emq
 
     r = redis.Redis(port=redis_server.port)
-    added = emq.add_standard_job(r, queue="defaults", name="n", data="{}")
+    added = emq.add_standard_job(r, queue="defaults", name="n", data={})
     assert type(added) is emq.Added
     assert added.added == 1
     pickup = emq.move_to_active(r, queue="defaults")

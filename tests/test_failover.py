@@ -91,7 +91,7 @@ def test_no_job_is_lost_or_completed_twice_across_a_failover(
             queue=QUEUE,
             job_id=job_id,
             name="n",
-            data="{}",
+            data={},
             opts={},
             now=1,
             dedup_id="",

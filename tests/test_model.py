@@ -299,7 +299,7 @@ class QueueMachine(RuleBasedStateMachine):
         wrapper, model, extra = adders[kind]
         self.last = None
         want = model(**common, **extra)
-        assert wrapper(self.r, queue=QUEUE, data="{}", **common, **extra) == want
+        assert wrapper(self.r, queue=QUEUE, data={}, **common, **extra) == want
 
     def parent_to_name(self, data: st.DataObject) -> str:
         """The existing job a flow's root goes below, or "", or a missing one. A parent in any
@@ -366,7 +366,7 @@ class QueueMachine(RuleBasedStateMachine):
                     queue=QUEUE,
                     job_id=hostile,
                     name="n",
-                    data="{}",
+                    data={},
                     opts={},
                     now=self.now,
                     dedup_id="",
@@ -841,9 +841,12 @@ class QueueMachine(RuleBasedStateMachine):
         job_id = data.draw(st.sampled_from([*sorted(self.model.jobs), "ghost"]))
         step = data.draw(st.integers(0, 99), label="value")
         if what == "data":
-            new_data = json.dumps({"v": step})
+            new_data = {"v": step}
             got = call(lambda: g.update_data(self.r, queue=QUEUE, job_id=job_id, data=new_data))
-            assert got == self.model.update_data(job_id, new_data)
+            # The job keeps the JSON text the wrapper sent: compact, as the model writes it.
+            assert got == self.model.update_data(
+                job_id, json.dumps(new_data, separators=(",", ":"))
+            )
         elif what == "progress":
             progress = data.draw(st.sampled_from([0, 50, 100, {"step": 2}, "half"]))
             got = call(
@@ -1038,7 +1041,7 @@ class QueueMachine(RuleBasedStateMachine):
                 end_date=int(settings["endDate"]),
                 offset=offset,
                 name=settings["name"],
-                data=data,
+                data=json.loads(data),  # the model keeps the text the wrapper sends for it
                 opts=opts,
                 priority=priority,
             )

@@ -27,7 +27,7 @@ from tests.support.queue_harness import Queue, run_to
 
 
 def test_a_standard_job_goes_to_wait_with_its_fields_and_a_waiting_event(q: Queue) -> None:
-    job_id = q.add("a", name="email", data='{"to":"x"}', opts={"attempts": 2})
+    job_id = q.add("a", name="email", data={"to": "x"}, opts={"attempts": 2})
     assert q.check() == {"a": "wait"}
     assert q.job("a") == {
         "name": "email",
@@ -96,7 +96,7 @@ def leaf_of(q: Queue, **node: Any) -> tuple[str, int]:
 
 @pytest.mark.parametrize("kind", ["standard", "delayed", "prioritized", "flow"])
 def test_an_existing_custom_id_adds_nothing_and_answers_it_with_0(q: Queue, kind: str) -> None:
-    q.add("x", name="first", data='{"n":1}')
+    q.add("x", name="first", data={"n": 1})
     before_job, before_events = q.job("x"), q.events()
     adders = {
         "standard": lambda: add_standard(q.r, q.name, job_id="x", name="second"),

@@ -25,14 +25,14 @@ def logs(q: Queue, job_id: str) -> list[str]:
 
 
 def test_update_data_replaces_only_the_data(q: Queue) -> None:
-    q.add("a", data='{"v":1}')
+    q.add("a", data={"v": 1})
     before = q.job("a")
     events = len(q.events())
-    assert checked(q, lambda: g.update_data(q.r, queue=q.name, job_id="a", data='{"v":2}')) == 1
+    assert checked(q, lambda: g.update_data(q.r, queue=q.name, job_id="a", data={"v": 2})) == 1
     assert q.job("a") == {**before, "data": '{"v":2}'}
     assert len(q.events()) == events  # no event
     with pytest.raises(errors.JobNotExist):
-        checked(q, lambda: g.update_data(q.r, queue=q.name, job_id="gone", data="{}"))
+        checked(q, lambda: g.update_data(q.r, queue=q.name, job_id="gone", data={}))
     assert not q.r.exists(q.key("gone"))
 
 

@@ -21,7 +21,7 @@ from tests.support.queue_harness import RETRY, Queue, run_to
 
 
 def test_lifecycle_add_pick_heartbeat_complete(q: Queue) -> None:
-    job_id = q.add(data='{"n":1}')
+    job_id = q.add(data={"n": 1})
     assert q.state(job_id) == "wait"
     assert q.take_id(lock_ms=1000) == job_id
     assert q.stalled_check() == ([], [])
@@ -99,7 +99,7 @@ def test_queues_on_every_primary_side_by_side(rc: redis.cluster.RedisCluster) ->
             names[name] = node
         number += 1
     queues = [Queue(rc, name) for name in names]
-    jobs = [queue.add(data=f'{{"queue":"{queue.name}"}}') for queue in queues]
+    jobs = [queue.add(data={"queue": queue.name}) for queue in queues]
     taken = [queue.take_id() for queue in queues]
     assert taken == jobs
     for queue, job_id in zip(queues, jobs, strict=True):

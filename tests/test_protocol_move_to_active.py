@@ -98,7 +98,7 @@ def test_a_paused_queue_gives_nothing(q: Queue) -> None:
 
 
 def test_pickup_locks_the_job_for_the_token_and_answers_its_fields(q: Queue) -> None:
-    q.add("a", name="n", data='{"x":1}')
+    q.add("a", name="n", data={"x": 1})
     job_id, fields, limited_for = q.take(token="t-1", now=NOW + 7, lock_ms=5000)
     assert (job_id, limited_for) == ("a", 0)
     assert fields == q.job("a")

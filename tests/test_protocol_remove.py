@@ -105,7 +105,7 @@ def test_removing_a_job_that_holds_a_kept_add_drops_it(q: Queue) -> None:
     assert q.take_id() == "a"
     q.r.delete(q.key("a:lock"))  # as if its lock ran out
     g.add_standard_job(
-        q.r, queue=q.name, job_id="c", name="n", data="{}", opts=keep, now=NOW, dedup_id="d"
+        q.r, queue=q.name, job_id="c", name="n", data={}, opts=keep, now=NOW, dedup_id="d"
     )
     assert q.r.exists(q.key("dn:d")) == 1
     assert remove(q, "a") == 1

@@ -137,12 +137,12 @@ def test_missed_runs_are_skipped_to_the_next_slot_that_keeps_the_offset(q: Queue
 def test_upserting_the_same_settings_changes_nothing_and_new_ones_replace_the_iteration(
     q: Queue,
 ) -> None:
-    first, run_at = upsert(q, every=EVERY, data='{"v":1}')
+    first, run_at = upsert(q, every=EVERY, data={"v": 1})
     before = q.events()
-    assert upsert(q, every=EVERY, data='{"v":1}', now=NOW + 10) == (first, run_at)
+    assert upsert(q, every=EVERY, data={"v": 1}, now=NOW + 10) == (first, run_at)
     assert q.events() == before
     # New data, the same period: the pending iteration is replaced, at its time.
-    assert upsert(q, every=EVERY, data='{"v":2}', now=NOW + 10) == (first, run_at)
+    assert upsert(q, every=EVERY, data={"v": 2}, now=NOW + 10) == (first, run_at)
     assert q.job(first)["data"] == '{"v":2}'
     assert q.events()[len(before)] == {"event": "removed", "jobId": first, "prev": "wait"}
     # A new period: a new first run, now.
@@ -328,7 +328,7 @@ def test_new_settings_while_the_iteration_runs_leave_it_its_slot(q: Queue) -> No
     not replaced, and its id holds its slot, so the new settings' first run takes the next."""
     first, _ = upsert(q, every=EVERY)
     assert q.take_id() == first
-    assert upsert(q, every=EVERY, data='{"v":2}') == (iteration("s", NOW + EVERY), NOW + EVERY)
+    assert upsert(q, every=EVERY, data={"v": 2}) == (iteration("s", NOW + EVERY), NOW + EVERY)
     assert q.check() == {first: "active", iteration("s", NOW + EVERY): "delayed"}
     # The running one is no longer the current iteration: it schedules nothing.
     assert schedule_next(q.r, q.name, first, {"rjk": "s"}, now=NOW) == ""

@@ -76,7 +76,7 @@ def a_scheduler(q: Queue, scheduler_id: str = "s") -> str:
         end_date=0,
         offset=0,
         name="n",
-        data="{}",
+        data={},
         opts={},
         priority=0,
     )

@@ -435,11 +435,18 @@ def test_options_choose_the_add_and_travel_with_the_job(r: redis.Redis) -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda q: q.add("x", {1}), "job 'x': data is not JSON"),
+        (lambda q: q.add("x", {1}), "addStandardJob-6: argument 'data' is not JSON"),
         (lambda q: q.add("x", None, JobOptions(delay=-1)), "job 'x': delay must be >= 0"),
         (lambda q: q.add("x", None, JobOptions(priority=2**21)), "priority must be from 0 to"),
         (lambda q: q.add("x", None, JobOptions(job_id="a:b")), "job id"),
-        (lambda q: q.add_bulk([("ok", 1), ("x", float("nan"))]), "job 'x': data is not JSON"),
+        (
+            lambda q: q.add_bulk([("ok", 1), ("x", float("nan"))]),
+            "job 'x', item 1 of the bulk: addStandardJob-6: argument 'data' is not JSON",
+        ),
+        (
+            lambda q: q.add("x", "\udc80", JobOptions(parent_id="p")),
+            "job 'x': argument 'data' must be JSON whose strings UTF-8 can encode",
+        ),
     ],
 )
 def test_a_bad_add_sends_nothing(r: redis.Redis, call: Any, message: str) -> None:
@@ -707,7 +714,7 @@ def test_a_worker_that_picks_an_iteration_up_schedules_the_next(
 ) -> None:
     queue = Queue(r, "mail")
     names: list[str] = []
-    first_id, _ = queue.upsert_job_scheduler("tick", name="tick", every=150, data='{"n":1}')
+    first_id, _ = queue.upsert_job_scheduler("tick", name="tick", every=150, data={"n": 1})
     running(Worker(r, "mail", lambda job: names.append(job.name), idle_block=0.05))
     wait_until(lambda: queue.counts().completed >= 3)
     assert set(names) == {"tick"}

@@ -387,7 +387,13 @@ def test_build_check_fails_until_the_wrappers_are_rebuilt(tmp_path: Path) -> Non
 
 # -- every wrapper, whatever scripts there are -------------------------------------------
 
-SAMPLES: dict[object, object] = {"str": "x1", "int": 1000, "float": 0.5, "bool": True}
+SAMPLES: dict[object, object] = {
+    "str": "x1",
+    "int": 1000,
+    "float": 0.5,
+    "bool": True,
+    "object": {"n": 1},  # a json argument: any JSON value
+}
 # Arguments that scripts accept only from a closed set of words, and addFlow-10's nodes (a
 # one-node flow: 8 values) and extendLocks-1's jobs (one pair), which their wrappers would
 # otherwise send none of.

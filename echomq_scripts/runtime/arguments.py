@@ -118,8 +118,9 @@ def bool_arg(script: str, name: str, value: object) -> bytes:
 
 
 def json_arg(script: str, name: str, value: object, form: str = "") -> bytes:
-    """Any JSON value, None being null; `form` "object" (a header's `json(object)`) asks for a
-    mapping, sent as a JSON object."""
+    """Any JSON value, None being null, as compact UTF-8 JSON (as JavaScript's JSON.stringify
+    writes it); `form` "object" (a header's `json(object)`) asks for a mapping, sent as a JSON
+    object."""
     if form:
         if type(value) is dict and not value:
             return b"{}"  # the common case of options: none
@@ -127,18 +128,18 @@ def json_arg(script: str, name: str, value: object, form: str = "") -> bytes:
             raise _refuse(script, name, JSON_FORMS[form], value)
         value = dict(value)
     try:
-        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
-        if "\\ud" in text:
-            # A str holding a lone surrogate: json escapes it, the scripts' cjson refuses it.
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return _JSON.encode(value).encode("utf-8")
     except UnicodeEncodeError:  # a ValueError: caught first
+        # A str holding a lone surrogate: UTF-8 cannot carry it, and the scripts' cjson would
+        # refuse its escape.
         expected = "JSON whose strings UTF-8 can encode (no lone surrogates)"
         raise _refuse(script, name, expected, value) from None
     except (TypeError, ValueError, RecursionError) as exc:
         raise ArgumentError(f"{script}: argument '{name}' is not JSON: {exc}") from None
-    return text.encode("ascii")
 
 
+# One encoder for every call: json.dumps with settings of its own would build one each time.
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 JSON_FORMS: Mapping[str, str] = {"object": "a mapping (a JSON object)"}
 
 

@@ -121,7 +121,7 @@ class AddArguments(TypedDict, total=False):
 
     job_id: str
     name: str
-    data: str
+    data: object
     opts: Mapping[str, object]
     now: int
     dedup_id: str
@@ -130,7 +130,7 @@ class AddArguments(TypedDict, total=False):
 _ADD_DEFAULTS: AddArguments = {
     "job_id": "",
     "name": "job",
-    "data": "{}",
+    "data": {},
     "opts": {},
     "now": NOW,
     "dedup_id": "",

@@ -97,8 +97,8 @@ class JobSpec:
             return {}
         return {"attempts": self.fails + 1, "backoff": {"type": "exponential", "delay": 10}}
 
-    def data(self) -> str:
-        return json.dumps({"fails": self.fails, "work_ms": self.work_ms})
+    def data(self) -> dict[str, int]:
+        return {"fails": self.fails, "work_ms": self.work_ms}
 
 
 def make_plan(

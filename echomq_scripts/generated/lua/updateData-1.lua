@@ -2,7 +2,7 @@
 --- Nothing else of the job changes, and no event is appended.
 --- @key job  `emq:{q}:<job_id>`  the job's hash
 --- @arg job_id  id      the job's id
---- @arg data    string  the new data, JSON as the caller sends it
+--- @arg data    json    the new data: any JSON value
 --- @return int  1 when the data was replaced
 --- @error -1 JobNotExist
 -- The rule for job ids, the same as echomq_scripts/keys.py's (the tests hold the two together). An

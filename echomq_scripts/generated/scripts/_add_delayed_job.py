@@ -40,7 +40,7 @@ _ADD_DELAYED_JOB = Script(
         name="addDelayedJob",
         script_id="addDelayedJob-5",
         num_keys=5,
-        sha1="6a37ef5a208c30a42d6df6da803f31e00d378b92",
+        sha1="136ca6c32d38e4f87bdb3f332091dafcde5fc705",
         returns="Added(job_id: string, added: int)",
         codes=(),
         package="echomq_scripts.generated",
@@ -70,7 +70,7 @@ def _add_delayed_job_call(
     keys: AddDelayedJobKeys | None,
     job_id: str,
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object],
     now: int | None,
     dedup_id: str,
@@ -82,7 +82,7 @@ def _add_delayed_job_call(
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
-        runtime.string_arg(_script, "data", data),
+        runtime.json_arg(_script, "data", data),
         runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
@@ -107,7 +107,7 @@ def add_delayed_job(
     *,
     job_id: str = "",
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     now: int | None = None,
     dedup_id: str = "",
@@ -123,7 +123,7 @@ def add_delayed_job(
     Args:
         job_id (id?, default ""): a custom id, or "" to generate one
         name (string): the job's name
-        data (string): the job's data, as JSON
+        data (json): the job's data: any JSON value
         opts (json(object), default {}): the job's options (attempts, backoff, ...)
         now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
         the caller's clock, in milliseconds
@@ -154,7 +154,7 @@ async def add_delayed_job_async(
     *,
     job_id: str = "",
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     now: int | None = None,
     dedup_id: str = "",
@@ -183,7 +183,7 @@ def add_delayed_job_pipeline(
     *,
     job_id: str = "",
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     now: int | None = None,
     dedup_id: str = "",

@@ -49,7 +49,7 @@ _ADD_JOB_SCHEDULER = Script(
         name="addJobScheduler",
         script_id="addJobScheduler-10",
         num_keys=10,
-        sha1="d3d407682ebce07b0f1a228cc4fd5e5c59f4ca02",
+        sha1="ee9298cf4efb9660a747644f12718b7297703fc0",
         returns="tuple[string, int]",
         codes=(-10, -11),
         package="echomq_scripts.generated",
@@ -101,7 +101,7 @@ def _add_job_scheduler_call(
     end_date: int,
     offset: int,
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object],
     priority: int,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
@@ -120,7 +120,7 @@ def _add_job_scheduler_call(
         runtime.int_arg(_script, "end_date", end_date, low=0),
         runtime.int_arg(_script, "offset", offset, low=0),
         runtime.string_arg(_script, "name", name),
-        runtime.string_arg(_script, "data", data),
+        runtime.json_arg(_script, "data", data),
         runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "priority", priority, low=0, high=2097151),
     ]
@@ -157,7 +157,7 @@ def add_job_scheduler(
     end_date: int = 0,
     offset: int = 0,
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     priority: int = 0,
     queue: str | None = None,
@@ -187,7 +187,7 @@ def add_job_scheduler(
         end_date (int(0..), default 0): no run after this time (ms), or 0
         offset (int(0..), default 0): every: the runs' place within each period (ms), or 0
         name (string): the iterations' name
-        data (string): the iterations' data, as JSON
+        data (json): the iterations' data: any JSON value
         opts (json(object), default {}): the iterations' options
         priority (int(0..2097151), default 0): the iterations' priority, or 0
 
@@ -235,7 +235,7 @@ async def add_job_scheduler_async(
     end_date: int = 0,
     offset: int = 0,
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     priority: int = 0,
     queue: str | None = None,
@@ -278,7 +278,7 @@ def add_job_scheduler_pipeline(
     end_date: int = 0,
     offset: int = 0,
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     priority: int = 0,
     queue: str | None = None,

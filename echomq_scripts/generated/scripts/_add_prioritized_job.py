@@ -42,7 +42,7 @@ _ADD_PRIORITIZED_JOB = Script(
         name="addPrioritizedJob",
         script_id="addPrioritizedJob-6",
         num_keys=6,
-        sha1="46edcec66fc0161989b271ea6ce9a0528fbdcd9f",
+        sha1="abb285b7cda077ed9884898fe6b0a5d3399dd0fb",
         returns="Added(job_id: string, added: int)",
         codes=(),
         package="echomq_scripts.generated",
@@ -73,7 +73,7 @@ def _add_prioritized_job_call(
     keys: AddPrioritizedJobKeys | None,
     job_id: str,
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object],
     now: int | None,
     dedup_id: str,
@@ -85,7 +85,7 @@ def _add_prioritized_job_call(
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
-        runtime.string_arg(_script, "data", data),
+        runtime.json_arg(_script, "data", data),
         runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
@@ -110,7 +110,7 @@ def add_prioritized_job(
     *,
     job_id: str = "",
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     now: int | None = None,
     dedup_id: str = "",
@@ -128,7 +128,7 @@ def add_prioritized_job(
     Args:
         job_id (id?, default ""): a custom id, or "" to generate one
         name (string): the job's name
-        data (string): the job's data, as JSON
+        data (json): the job's data: any JSON value
         opts (json(object), default {}): the job's options (attempts, backoff, ...)
         now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
         the caller's clock, in milliseconds
@@ -159,7 +159,7 @@ async def add_prioritized_job_async(
     *,
     job_id: str = "",
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     now: int | None = None,
     dedup_id: str = "",
@@ -188,7 +188,7 @@ def add_prioritized_job_pipeline(
     *,
     job_id: str = "",
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     now: int | None = None,
     dedup_id: str = "",

@@ -42,7 +42,7 @@ _ADD_STANDARD_JOB = Script(
         name="addStandardJob",
         script_id="addStandardJob-6",
         num_keys=6,
-        sha1="72a39553c7290692e53c0584be855d9cbc989b6e",
+        sha1="ce956f9f7a7e072685633e0c0f37d01b999ab9bb",
         returns="Added(job_id: string, added: int)",
         codes=(),
         package="echomq_scripts.generated",
@@ -73,7 +73,7 @@ def _add_standard_job_call(
     keys: AddStandardJobKeys | None,
     job_id: str,
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object],
     now: int | None,
     dedup_id: str,
@@ -84,7 +84,7 @@ def _add_standard_job_call(
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id, optional=True),
         runtime.string_arg(_script, "name", name),
-        runtime.string_arg(_script, "data", data),
+        runtime.json_arg(_script, "data", data),
         runtime.json_arg(_script, "opts", opts, "object"),
         runtime.int_arg(_script, "now", now, low=0),
         runtime.string_arg(_script, "dedup_id", dedup_id),
@@ -108,7 +108,7 @@ def add_standard_job(
     *,
     job_id: str = "",
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     now: int | None = None,
     dedup_id: str = "",
@@ -125,7 +125,7 @@ def add_standard_job(
     Args:
         job_id (id?, default ""): a custom id, or "" to generate one
         name (string): the job's name
-        data (string): the job's data, as JSON
+        data (json): the job's data: any JSON value
         opts (json(object), default {}): the job's options (attempts, backoff, ...)
         now (int(0..), default @now: the caller's clock, in milliseconds since the epoch):
         the caller's clock, in milliseconds
@@ -154,7 +154,7 @@ async def add_standard_job_async(
     *,
     job_id: str = "",
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     now: int | None = None,
     dedup_id: str = "",
@@ -181,7 +181,7 @@ def add_standard_job_pipeline(
     *,
     job_id: str = "",
     name: str,
-    data: str,
+    data: object,
     opts: Mapping[str, object] = runtime.EMPTY_OBJECT,
     now: int | None = None,
     dedup_id: str = "",

@@ -31,7 +31,7 @@ _UPDATE_DATA = Script(
         name="updateData",
         script_id="updateData-1",
         num_keys=1,
-        sha1="ac2fd0dac2886fab295ca8348384413564be5142",
+        sha1="cb1fe88aeb1e503becb1da1d045699d65cb3b68a",
         returns="int",
         codes=(-1,),
         package="echomq_scripts.generated",
@@ -61,12 +61,12 @@ def _update_data_call(
     queue: str | None,
     keys: UpdateDataKeys | None,
     job_id: str,
-    data: str,
+    data: object,
 ) -> tuple[Sequence[str | bytes], list[bytes]]:
     _script = "updateData-1"
     _encoded: list[bytes] = [
         runtime.id_arg(_script, "job_id", job_id),
-        runtime.string_arg(_script, "data", data),
+        runtime.json_arg(_script, "data", data),
     ]
     _checked: Sequence[str | bytes]
     if keys is None:
@@ -91,7 +91,7 @@ def update_data(
     client: SyncClient,
     *,
     job_id: str,
-    data: str,
+    data: object,
     queue: str | None = None,
     keys: UpdateDataKeys | None = None,
 ) -> int:
@@ -101,7 +101,7 @@ def update_data(
 
     Args:
         job_id (id): the job's id
-        data (string): the new data, JSON as the caller sends it
+        data (json): the new data: any JSON value
 
     Returns:
         int: 1 when the data was replaced
@@ -123,7 +123,7 @@ async def update_data_async(
     client: AsyncClient,
     *,
     job_id: str,
-    data: str,
+    data: object,
     queue: str | None = None,
     keys: UpdateDataKeys | None = None,
 ) -> int:
@@ -142,7 +142,7 @@ def update_data_pipeline(
     pipe: PipelineClient,
     *,
     job_id: str,
-    data: str,
+    data: object,
     queue: str | None = None,
     keys: UpdateDataKeys | None = None,
 ) -> Pending[int]:
