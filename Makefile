@@ -19,6 +19,7 @@ lint: $(STAMP)
 test: $(STAMP)
 	tools/setup.sh redis
 	tools/setup.sh node_packages
+	tools/setup.sh go_packages
 	$(MAKE) lint
 	$(BIN)/echomq-scripts build --check
 	$(BIN)/pytest

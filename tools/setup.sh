@@ -3,6 +3,8 @@
 #   tools/setup.sh venv    create .venv (Python >= 3.11) and install the package with dev tools
 #   tools/setup.sh redis   make sure a redis-server >= 7.0 exists (apt-get when root)
 #   tools/setup.sh node_packages  Node.js and npm (apt-get when root), then tests/node's packages
+#   tools/setup.sh go_packages  Go and redigo from Debian's packages (apt-get when root), for the
+#                          bundle's Go consumer, built offline in GOPATH mode
 #   tools/setup.sh valgrind_tools  valgrind for the benchmark's instruction counts (apt-get when
 #                          root; otherwise a note, and the benchmark leaves those rows out)
 set -euo pipefail
@@ -75,6 +77,13 @@ node_packages() {
     root_install "Node.js and npm" nodejs npm
   fi
   npm ci --prefix tests/node --no-audit --no-fund --silent
+}
+
+go_packages() {
+  # Debian installs redigo's source under /usr/share/gocode, where GOPATH mode finds it offline.
+  if ! command -v go >/dev/null || [ ! -d /usr/share/gocode/src/github.com/gomodule/redigo/redis ]; then
+    root_install "Go and redigo" golang-go golang-github-gomodule-redigo-dev
+  fi
 }
 
 valgrind_tools() {

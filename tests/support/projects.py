@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from echomq_scripts.toolchain.cache import AnalysisCache
 from echomq_scripts.toolchain.config import load_config
 from echomq_scripts.toolchain.pipeline import BuildResult, build
-from tests.support.environment import FIXTURES
+from tests.support.environment import FIXTURES, REPO
 
 
 def copy_fixture(name: str, destination: Path) -> Path:
@@ -23,6 +25,26 @@ def copy_fixture(name: str, destination: Path) -> Path:
 
 def run_build(src: Path, out: Path, cache_dir: Path | None = None) -> BuildResult:
     return build(load_config(src), AnalysisCache(cache_dir), out)
+
+
+def lua_src_bundle(out: Path) -> Path:
+    """Build lua_src/ into `out`; the bundle it published there, as other runtimes take it."""
+    run_build(REPO / "lua_src", out)
+    (bundle,) = out.glob("*.tar.gz")
+    return bundle
+
+
+def consumed(command: Sequence[str], out: Path) -> dict[str, Any]:
+    """Run another runtime's consumer of the bundle that `out` holds; the steps its JSON report
+    gives, once it says it loaded every script of the manifest with no SHA1 mismatch."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    manifest = json.loads((out / "manifest.json").read_bytes())
+    assert report["scripts"] == len(manifest["scripts"])
+    assert report["sha1Mismatches"] == []
+    steps: dict[str, Any] = report["steps"]
+    return steps
 
 
 def run_cli_then(project: Path, args: Sequence[str], then: str) -> list[str]:

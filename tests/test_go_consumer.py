@@ -1,0 +1,143 @@
+"""The bundle in a third runtime: Go with redigo (Debian's packages, GOPATH mode, offline) reads
+it with the standard library, checks every SHA1, and runs a job's life; the same life run by the
+Python wrappers leaves the same keys and values, byte for byte."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from echomq_scripts import generated as g
+from echomq_scripts.generated.errors import JobLockMismatch
+from echomq_scripts.runtime.replies import text
+from tests.support.environment import unavailable
+from tests.support.projects import consumed, lua_src_bundle
+from tests.support.redis_server import RedisServer
+
+GO_DIR = Path(__file__).resolve().parent / "go" / "consume"
+# Where Debian's golang-github-gomodule-redigo-dev puts redigo's source.
+GOPATH = Path("/usr/share/gocode")
+
+
+@pytest.fixture(scope="module")
+def consumer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Go consumer, built offline in GOPATH mode against Debian's redigo."""
+    go = shutil.which("go")
+    if go is None:
+        unavailable("Go", "go not found: apt-get install golang-go (make test does, as root)")
+    if not (GOPATH / "src" / "github.com" / "gomodule" / "redigo" / "redis").is_dir():
+        unavailable("redigo", "apt-get install golang-github-gomodule-redigo-dev")
+    assert go is not None
+    out = tmp_path_factory.mktemp("go")
+    environment = {
+        **os.environ,
+        "GO111MODULE": "off",  # GOPATH mode: imports resolve under GOPATH, nothing is fetched
+        "GOPATH": str(GOPATH),
+        "GOCACHE": str(out / "cache"),
+        "GOFLAGS": "",
+    }
+    built = subprocess.run(
+        [go, "build", "-o", str(out / "consume"), "main.go"],
+        cwd=GO_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    return out / "consume"
+
+
+def snapshot(r: redis.Redis, queue: str) -> dict[str, Any]:
+    """Every key of `queue` with its value, the queue's name written as "Q": stream entries by
+    their fields (their ids are the server's clock), and no TTLs."""
+    found: dict[str, Any] = {}
+    for raw in sorted(r.keys(f"emq:{{{queue}}}:*")):
+        key = text(raw).replace(f"{{{queue}}}", "{Q}")
+        kind = text(r.type(raw))
+        if kind == "hash":
+            value: Any = sorted(r.hgetall(raw).items())
+        elif kind == "zset":
+            value = r.zrange(raw, 0, -1, withscores=True)
+        elif kind == "list":
+            value = r.lrange(raw, 0, -1)
+        elif kind == "set":
+            value = sorted(r.smembers(raw))
+        elif kind == "stream":
+            value = [fields for _, fields in r.xrange(raw) or []]
+        else:
+            value = r.get(raw)
+        found[key] = (kind, value)
+    return found
+
+
+def python_life(r: redis.Redis, queue: str) -> None:
+    """The Go consumer's scenario, through the generated wrappers."""
+    job_id, _ = g.add_standard_job(r, queue=queue, name="email", data={"to": "a@b.c"}, now=1000)
+    g.move_to_active(r, queue=queue, token="go-worker:1", now=1001)
+    g.extend_lock(r, queue=queue, job_id=job_id, token="go-worker:1", duration=30000)
+
+    def finish(token: str, now: int, result: str) -> object:
+        return g.move_to_finished(
+            r, queue=queue, job_id=job_id, outcome="completed", token=token, now=now, result=result
+        )
+
+    with pytest.raises(JobLockMismatch):
+        finish("go-worker:2", 1004, '"stolen"')
+    finish("go-worker:1", 1005, '"sent"')
+
+
+def test_go_consumes_the_bundle_and_leaves_what_python_leaves(
+    tmp_path: Path, consumer: Path, r: redis.Redis, redis_server: RedisServer
+) -> None:
+    out = tmp_path / "build"
+    bundle = lua_src_bundle(out)
+    steps = consumed([str(consumer), str(bundle), str(redis_server.port), "go"], out)
+    assert steps == {
+        "add": {"jobId": "1", "added": 1},
+        "pickup": {"jobId": "1", "name": "email"},
+        "heartbeat": 1,
+        # The closed table's code, named by the manifest's table as Go read it.
+        "wrongToken": {"reply": -6, "name": "JobLockMismatch"},
+        "finish": "completed",
+        "state": "completed",
+    }
+    python_life(r, "py")
+    go_state, python_state = snapshot(r, "go"), snapshot(r, "py")
+    assert "emq:{Q}:1" in go_state  # the job's hash, among the rest
+    assert go_state == python_state
+
+
+def test_a_damaged_bundle_is_refused_by_its_sha1s(
+    tmp_path: Path, consumer: Path, redis_server: RedisServer
+) -> None:
+    out = tmp_path / "build"
+    bundle = lua_src_bundle(out)
+    # The same archive with one body changed by a byte: the manifest's SHA1 no longer fits.
+    damaged = tmp_path / "damaged.tar.gz"
+    with tarfile.open(bundle) as source, tarfile.open(damaged, "w:gz") as target:
+        for member in source.getmembers():
+            data = source.extractfile(member) if member.isfile() else None
+            body = data.read() if data is not None else b""
+            if member.name.endswith("/scripts/getCounts-8.lua"):
+                body = body.replace(b"return", b"return ", 1)
+                member.size = len(body)
+            target.addfile(member, io.BytesIO(body) if data is not None else None)
+    done = subprocess.run(
+        [str(consumer), str(damaged), str(redis_server.port), "go"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["sha1Mismatches"] == ["getCounts"]
+    assert "SHA1 mismatches: [getCounts]" in done.stderr
