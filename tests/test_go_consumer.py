@@ -19,8 +19,8 @@ import redis
 from echomq_scripts import generated as g
 from echomq_scripts.generated.errors import JobLockMismatch
 from echomq_scripts.runtime.replies import text
-from tests.support.environment import unavailable
-from tests.support.projects import consumed, lua_src_bundle
+from tests.support.environment import REPO, unavailable
+from tests.support.projects import consumed, lua_src_bundle, run_build
 from tests.support.redis_server import RedisServer
 
 GO_DIR = Path(__file__).resolve().parent / "go" / "consume"
@@ -141,3 +141,29 @@ def test_a_damaged_bundle_is_refused_by_its_sha1s(
     assert done.returncode == 1
     assert json.loads(done.stdout)["sha1Mismatches"] == ["getCounts"]
     assert "SHA1 mismatches: [getCounts]" in done.stderr
+
+
+def test_two_releases_side_by_side_each_runtime_calling_its_own(
+    tmp_path: Path, consumer: Path, r: redis.Redis, redis_server: RedisServer
+) -> None:
+    # The next release changes addStandardJob-6's body (a comment): a new SHA1 for the same
+    # behaviour. Go runs it while Python runs the release its wrappers came from, in one Redis.
+    source = tmp_path / "lua_src"
+    shutil.copytree(REPO / "lua_src", source)
+    changed = source / "addStandardJob-6.lua"
+    changed.write_bytes(changed.read_bytes() + b"-- the next release's addStandardJob\n")
+    out = tmp_path / "next"
+    run_build(source, out)
+    (bundle,) = out.glob("*.tar.gz")
+    steps = consumed([str(consumer), str(bundle), str(redis_server.port), "go"], out)
+    assert steps["finish"] == "completed"
+    python_life(r, "py")
+    scripts = {
+        s["name"]: s["sha1"] for s in json.loads((out / "manifest.json").read_bytes())["scripts"]
+    }
+    ours = {s.spec.name: s.sha for s in g.SCRIPTS}
+    assert scripts["addStandardJob"] != ours["addStandardJob"]
+    assert scripts["getJobState"] == ours["getJobState"]  # unchanged: one body serves both
+    # Each runtime loaded and ran its own body, and both bodies did the same work.
+    assert r.script_exists(scripts["addStandardJob"], ours["addStandardJob"]) == [True, True]
+    assert snapshot(r, "go") == snapshot(r, "py")
