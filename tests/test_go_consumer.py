@@ -11,17 +11,15 @@ import shutil
 import subprocess
 import tarfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
 
 from echomq_scripts import generated as g
-from echomq_scripts.generated.errors import JobLockMismatch
-from echomq_scripts.runtime.replies import text
 from tests.support.environment import REPO, unavailable
 from tests.support.projects import consumed, lua_src_bundle, run_build
 from tests.support.redis_server import RedisServer
+from tests.support.scenario import python_life, snapshot
 
 GO_DIR = Path(__file__).resolve().parent / "go" / "consume"
 # Where Debian's golang-github-gomodule-redigo-dev puts redigo's source.
@@ -55,45 +53,6 @@ def consumer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert built.returncode == 0, built.stderr
     return out / "consume"
-
-
-def snapshot(r: redis.Redis, queue: str) -> dict[str, Any]:
-    """Every key of `queue` with its value, the queue's name written as "Q": stream entries by
-    their fields (their ids are the server's clock), and no TTLs."""
-    found: dict[str, Any] = {}
-    for raw in sorted(r.keys(f"emq:{{{queue}}}:*")):
-        key = text(raw).replace(f"{{{queue}}}", "{Q}")
-        kind = text(r.type(raw))
-        if kind == "hash":
-            value: Any = sorted(r.hgetall(raw).items())
-        elif kind == "zset":
-            value = r.zrange(raw, 0, -1, withscores=True)
-        elif kind == "list":
-            value = r.lrange(raw, 0, -1)
-        elif kind == "set":
-            value = sorted(r.smembers(raw))
-        elif kind == "stream":
-            value = [fields for _, fields in r.xrange(raw) or []]
-        else:
-            value = r.get(raw)
-        found[key] = (kind, value)
-    return found
-
-
-def python_life(r: redis.Redis, queue: str) -> None:
-    """The Go consumer's scenario, through the generated wrappers."""
-    job_id, _ = g.add_standard_job(r, queue=queue, name="email", data={"to": "a@b.c"}, now=1000)
-    g.move_to_active(r, queue=queue, token="go-worker:1", now=1001)
-    g.extend_lock(r, queue=queue, job_id=job_id, token="go-worker:1", duration=30000)
-
-    def finish(token: str, now: int, result: str) -> object:
-        return g.move_to_finished(
-            r, queue=queue, job_id=job_id, outcome="completed", token=token, now=now, result=result
-        )
-
-    with pytest.raises(JobLockMismatch):
-        finish("go-worker:2", 1004, '"stolen"')
-    finish("go-worker:1", 1005, '"sent"')
 
 
 def test_go_consumes_the_bundle_and_leaves_what_python_leaves(

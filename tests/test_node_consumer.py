@@ -10,6 +10,7 @@ import redis
 from tests.support.environment import unavailable
 from tests.support.projects import consumed, lua_src_bundle
 from tests.support.redis_server import RedisServer
+from tests.support.scenario import python_life, snapshot
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 
@@ -36,6 +37,8 @@ def test_node_consumes_the_published_bundle(
     steps = consumed(command, out)
     assert steps["add"] == {"jobId": "1", "added": 1}
     assert steps["pickup"] == {"jobId": "1", "name": "email"}
+    assert steps["heartbeat"] == 1
+    assert steps["wrongToken"] == {"reply": -6, "name": "JobLockMismatch"}
     assert steps["finish"] == {"state": "completed"}
     assert steps["counts"] == [0, 0, 0, 0, 0, 1, 0, 0]
     # A refusal is a Lua error, so a runtime sees where it was raised: Redis names the line.
@@ -44,3 +47,6 @@ def test_node_consumes_the_published_bundle(
     # What Node.js did is in Redis: the job completed, under the manifest's key layout.
     assert r.zscore("emq:{node}:completed", "1") == 1005
     assert r.hget("emq:{node}:1", "returnvalue") == b'"sent"'
+    # The same scenario through the Python wrappers leaves the same keys and values.
+    python_life(r, "py")
+    assert snapshot(r, "node") == snapshot(r, "py")

@@ -1,10 +1,11 @@
 // Consumes an echomq-scripts bundle exactly as published, in Node.js with ioredis: reads the
 // tarball, checks every body's SHA1 against the manifest, registers every script with
-// defineCommand (numberOfKeys from the manifest), runs a job through add, pickup and completion
-// against the Redis server on the given port, and sends one argument a script refuses. Prints a
-// JSON report; exits non-zero on any mismatch.
+// defineCommand (numberOfKeys from the manifest), runs a job through add, pickup, a heartbeat, a
+// finish with the wrong token (named by the manifest's codes) and completion against the Redis
+// server on the given port, and sends one argument a script refuses. Prints a JSON report; exits
+// non-zero on any mismatch.
 //
-// usage: node consume.mjs <bundle.tar.gz> <redis port>
+// usage: node consume.mjs <bundle.tar.gz> <redis port> [queue]
 
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -39,7 +40,7 @@ function untar(archive) {
   return files;
 }
 
-const [bundlePath, port] = process.argv.slice(2);
+const [bundlePath, port, queue = "node"] = process.argv.slice(2);
 const files = untar(gunzipSync(readFileSync(bundlePath)));
 const manifest = JSON.parse(files.get("manifest.json").toString("utf8"));
 const redis = new Redis({ host: "127.0.0.1", port: Number(port), lazyConnect: true });
@@ -59,24 +60,34 @@ try {
     manifest.scripts
       .find((script) => script.name === name)
       .keys.map((key) =>
-        key.template.replace("{q}", "{node}").replace(/<(\w+)>/g, (_, arg) => values[arg]),
+        key.template.replace("{q}", `{${queue}}`).replace(/<(\w+)>/g, (_, arg) => values[arg]),
       );
-  const now = 1000;
+  // The scenario every runtime's consumer runs (tests/support/scenario.py): add, pickup, a
+  // heartbeat, a finish with another worker's token, the finish.
   const [jobId, added] = await redis.addStandardJob(
     ...keysOf("addStandardJob", {}),
-    "", "email", '{"to":"a@b.c"}', "{}", now, "", "",
+    "", "email", '{"to":"a@b.c"}', "{}", 1000, "", "",
   );
   report.steps.add = { jobId, added };
   const [activeId, fields] = await redis.moveToActive(
     ...keysOf("moveToActive", {}),
-    "node-worker", 30000, now, 0, 0, 0,
+    "worker:1", 30000, 1001, 0, 0, 0,
   );
   report.steps.pickup = { jobId: activeId, name: fields[fields.indexOf("name") + 1] };
-  const values = { outcome: "completed" };
-  const [state] = await redis.moveToFinished(
-    ...keysOf("moveToFinished", values),
-    jobId, "node-worker", now + 5, "completed", '"sent"', "", 0, "0", 30000, 0, 0, 0, 0, 0,
+  report.steps.heartbeat = await redis.extendLock(
+    ...keysOf("extendLock", { job_id: jobId }),
+    "worker:1", 30000, jobId,
   );
+  const values = { job_id: jobId, outcome: "completed" };
+  const finish = (token, now, result) =>
+    redis.moveToFinished(
+      ...keysOf("moveToFinished", values),
+      jobId, token, now, "completed", result, "", 0, "0", 30000, 0, 0, 0, 0, 0,
+    );
+  const wrong = await finish("worker:2", 1004, '"stolen"');
+  const codes = new Map(manifest.codes.map((entry) => [entry.code, entry.name]));
+  report.steps.wrongToken = { reply: wrong, name: codes.get(wrong) };
+  const [state] = await finish("worker:1", 1005, '"sent"');
   report.steps.finish = { state };
   report.steps.counts = await redis.getCounts(...keysOf("getCounts", {}));
   // A refused argument reaches this runtime as an error too: the script's error(), with its line.
@@ -96,5 +107,6 @@ const ok =
   report.steps.add.added === 1 &&
   report.steps.pickup.jobId === report.steps.add.jobId &&
   report.steps.finish.state === "completed" &&
+  report.steps.wrongToken.name === "JobLockMismatch" &&
   report.steps.refusal !== null;
 process.exit(ok ? 0 : 1);

@@ -221,7 +221,7 @@ func run(bundlePath, port, queue string) (map[string]interface{}, error) {
 	steps["add"] = map[string]interface{}{"jobId": jobID, "added": added[1]}
 
 	pickup, err := redis.Values(rt.call("moveToActive", map[string]interface{}{
-		"token": "go-worker:1", "now": 1001,
+		"token": "worker:1", "now": 1001,
 	}))
 	if err != nil {
 		return report, err
@@ -231,7 +231,7 @@ func run(bundlePath, port, queue string) (map[string]interface{}, error) {
 	steps["pickup"] = map[string]interface{}{"jobId": picked, "name": fields["name"]}
 
 	beat, err := redis.Int64(rt.call("extendLock", map[string]interface{}{
-		"job_id": jobID, "token": "go-worker:1", "duration": 30000,
+		"job_id": jobID, "token": "worker:1", "duration": 30000,
 	}))
 	if err != nil {
 		return report, err
@@ -240,7 +240,7 @@ func run(bundlePath, port, queue string) (map[string]interface{}, error) {
 
 	// A finish with another worker's token: the closed table's -6, named from the manifest.
 	wrong, err := rt.call("moveToFinished", map[string]interface{}{
-		"job_id": jobID, "token": "go-worker:2", "now": 1004, "outcome": "completed",
+		"job_id": jobID, "token": "worker:2", "now": 1004, "outcome": "completed",
 		"result": `"stolen"`,
 	})
 	if err != nil {
@@ -249,7 +249,7 @@ func run(bundlePath, port, queue string) (map[string]interface{}, error) {
 	steps["wrongToken"] = map[string]interface{}{"reply": wrong, "name": rt.failure(wrong)}
 
 	finished, err := redis.Values(rt.call("moveToFinished", map[string]interface{}{
-		"job_id": jobID, "token": "go-worker:1", "now": 1005, "outcome": "completed",
+		"job_id": jobID, "token": "worker:1", "now": 1005, "outcome": "completed",
 		"result": `"sent"`,
 	}))
 	if err != nil {
