@@ -33,6 +33,7 @@ from tests.support.projects import run_build, run_cli_then
 GENERATED_LUA = REPO / "echomq_scripts" / "generated" / "lua"
 
 BUNDLE = f"echomq-scripts-{__version__}.tar.gz"
+NPM_PACKAGE = f"echomq-scripts-{__version__}.tgz"  # beside the bundle, not in it
 
 
 def repo_copy(destination: Path) -> Path:
@@ -144,7 +145,7 @@ def test_bundle_is_sorted_with_fixed_metadata(tmp_path: Path) -> None:
         expected = sorted(
             prefix + p.relative_to(project / "build").as_posix()
             for p in (project / "build").rglob("*")
-            if p.is_file() and p.name != BUNDLE
+            if p.is_file() and p.name not in (BUNDLE, NPM_PACKAGE)
         )
         assert names == expected
         for member in members:

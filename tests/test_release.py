@@ -7,6 +7,7 @@ import importlib
 import json
 import shutil
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -61,6 +62,10 @@ def diff(old: Path, new: Path) -> dict[str, object]:
     return dict(json.loads(done.stdout))
 
 
+def npm_package(bump: str, old: str, new: str) -> dict[str, str]:
+    return {"name": "echomq-scripts", "bump": bump, "oldVersion": old, "newVersion": new}
+
+
 BODY_EDIT = {"getCounts-8.lua": ("return {", "-- counted in one step\nreturn {")}
 SIGNATURE_EDIT = {"pause-5.lua": ('"pause" or "resume"', '"pause" or "resume" (changed)')}
 
@@ -76,6 +81,7 @@ def test_diff_names_each_kind_of_change_and_the_bump(tmp_path: Path) -> None:
         "bump": "patch",
         "oldVersion": "1.2.3",
         "newVersion": "1.2.4",
+        "npmPackage": npm_package("patch", "1.2.3", "1.2.4"),
     }
     added = release(tmp_path, "added", "1.3.0")
     (added / "lua_src" / "ping-0.lua").write_text(
@@ -107,10 +113,18 @@ def test_diff_names_each_kind_of_change_and_the_bump(tmp_path: Path) -> None:
         "bump": "major",
         "oldVersion": "1.3.0",
         "newVersion": "1.2.3",
+        "npmPackage": npm_package("major", "1.3.0", "1.2.3"),
     }
     text = CliRunner().invoke(cli, ["diff", str(bundle(base)), str(bundle(body))])
     assert "changed in body only: getCounts" in text.stdout
     assert "smallest bump: patch (1.2.3 -> 1.2.4)" in text.stdout
+    assert "npm package echomq-scripts: patch (1.2.3 -> 1.2.4), as the bundle" in text.stdout
+    # Each build's npm package carries its release's version, so the bump is the package's.
+    for project, version in ((base, "1.2.3"), (body, "1.2.4")):
+        with tarfile.open(project / "build" / f"echomq-scripts-{version}.tgz") as tar:
+            meta = tar.extractfile("package/package.json")
+            assert meta is not None
+            assert json.loads(meta.read())["version"] == version
 
 
 # touch-3 declares -1 and returns tuple[int, int]. Declaring one more code, or returning another
@@ -144,6 +158,7 @@ def test_a_changed_code_list_or_return_shape_needs_a_major_bump(tmp_path: Path, 
         "bump": "major",
         "oldVersion": "1.4.2",
         "newVersion": "2.0.0",
+        "npmPackage": npm_package("major", "1.4.2", "2.0.0"),
     }
     text = CliRunner().invoke(cli, ["diff", str(base / "build"), str(bundle(changed))])
     assert text.exit_code == 0, text.output

@@ -196,6 +196,7 @@ def diff_command(old: Path, new: Path, output_format: str) -> None:
     """
     import json
 
+    from .npm import PACKAGE
     from .release import diff, load_manifest
 
     before, after = _run(lambda: load_manifest(old)), _run(lambda: load_manifest(new))
@@ -211,7 +212,10 @@ def diff_command(old: Path, new: Path, output_format: str) -> None:
     ):
         click.echo(f"{label}: {', '.join(names) if names else '-'}")
     # The versions are the two releases' own, old -> new: what they are, not a suggestion.
-    click.echo(f"smallest bump: {changes.bump} ({changes.old_version} -> {changes.new_version})")
+    versions = f"({changes.old_version} -> {changes.new_version})"
+    click.echo(f"smallest bump: {changes.bump} {versions}")
+    # The npm package carries the bundle's version: it takes the same bump.
+    click.echo(f"npm package {PACKAGE}: {changes.bump} {versions}, as the bundle")
 
 
 @cli.command()

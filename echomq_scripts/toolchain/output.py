@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .errors import OutputError
 from .manifest import ScriptBuild, line_map, manifest, to_json_bytes
+from .npm import npm_files, npm_name, npm_tarball
 from .snapshot import NotRegularFile, read_tree
 
 # Fixed metadata for every bundle entry: the bundle's bytes depend on its contents only.
@@ -34,15 +35,19 @@ def bundle_name(version: str) -> str:
 
 def output_files(scripts: list[ScriptBuild], version: str) -> dict[str, bytes]:
     """Every file of the build directory, by its '/'-separated path inside it."""
+    document = manifest(scripts, version)
     files: dict[str, bytes] = {
-        "manifest.json": to_json_bytes(manifest(scripts, version)),
+        "manifest.json": to_json_bytes(document),
         # The contract travels with the data: consumers validate manifest.json against it.
         "manifest.schema.json": (Path(__file__).parent / "manifest.schema.json").read_bytes(),
     }
     for script in scripts:
         files[script.script_file] = script.body
         files[script.map_file] = to_json_bytes(line_map(script), indent=None)
+    # The npm package, made from the same manifest and bodies, goes beside the bundle, not in it.
+    package = npm_tarball(npm_files(document, files))
     files[bundle_name(version)] = bundle(files, prefix=f"echomq-scripts-{version}")
+    files[npm_name(version)] = package
     return files
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..runtime.linemap import path_problem
 from .errors import EchoMQScriptsError
+from .npm import PACKAGE
 from .snapshot import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
@@ -243,6 +244,13 @@ class ReleaseDiff:
             "bump": self.bump,
             "oldVersion": self.old_version,
             "newVersion": self.new_version,
+            # The npm package is made from the same manifest, with its version: its bump is this.
+            "npmPackage": {
+                "name": PACKAGE,
+                "bump": self.bump,
+                "oldVersion": self.old_version,
+                "newVersion": self.new_version,
+            },
         }
 
 

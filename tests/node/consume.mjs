@@ -1,5 +1,5 @@
 // Consumes an echomq-scripts bundle exactly as published, in Node.js with ioredis: reads the
-// tarball, checks every body's SHA1 against the manifest, registers every script with
+// tarball (with node-tar), checks every body's SHA1 against the manifest, registers every script with
 // defineCommand (numberOfKeys from the manifest), runs a job through add, pickup, a heartbeat, a
 // finish with the wrong token (named by the manifest's codes) and completion against the Redis
 // server on the given port, and sends one argument a script refuses. Prints a JSON report; exits
@@ -8,40 +8,26 @@
 // usage: node consume.mjs <bundle.tar.gz> <redis port> [queue]
 
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { gunzipSync } from "node:zlib";
 import Redis from "ioredis";
+import * as tar from "tar";
 
-// The bundle is a tar archive: 512-byte headers, each followed by its file padded to 512 bytes.
-function untar(archive) {
+// The bundle's files by their path below its top folder, read with node-tar (its gzip too).
+function untar(path) {
   const files = new Map();
-  let offset = 0;
-  let longName = null;
-  while (offset + 512 <= archive.length) {
-    const header = archive.subarray(offset, offset + 512);
-    if (header.every((byte) => byte === 0)) break;
-    const field = (start, length) =>
-      header.subarray(start, start + length).toString("utf8").replace(/\0.*$/s, "");
-    const size = parseInt(field(124, 12).trim() || "0", 8);
-    const type = field(156, 1);
-    const prefix = field(345, 155);
-    const name = longName ?? (prefix ? `${prefix}/${field(0, 100)}` : field(0, 100));
-    const body = archive.subarray(offset + 512, offset + 512 + size);
-    longName = null;
-    if (type === "x") {
-      // A pax header: a "path" record names the next entry.
-      const path = body.toString("utf8").match(/\d+ path=(.*)\n/);
-      longName = path ? path[1] : null;
-    } else if (type === "0" || type === "") {
-      files.set(name.split("/").slice(1).join("/"), body);
-    }
-    offset += 512 + Math.ceil(size / 512) * 512;
-  }
+  tar.t({
+    file: path,
+    sync: true,
+    onReadEntry: (entry) => {
+      const chunks = [];
+      entry.on("data", (chunk) => chunks.push(chunk));
+      entry.on("end", () => files.set(entry.path.split("/").slice(1).join("/"), Buffer.concat(chunks)));
+    },
+  });
   return files;
 }
 
 const [bundlePath, port, queue = "node"] = process.argv.slice(2);
-const files = untar(gunzipSync(readFileSync(bundlePath)));
+const files = untar(bundlePath);
 const manifest = JSON.parse(files.get("manifest.json").toString("utf8"));
 const redis = new Redis({ host: "127.0.0.1", port: Number(port), lazyConnect: true });
 const report = { version: manifest.version, scripts: 0, sha1Mismatches: [], steps: {} };
