@@ -87,6 +87,14 @@ def test_the_package_runs_the_scenario_through_its_api(
     assert report["badArgument"]["name"] == "ArgumentError"
     assert "argument 'token' must be a non-empty string" in report["badArgument"]["message"]
     assert report["badId"]["name"] == "ArgumentError"
+    assert "no lone surrogates" in report["loneSurrogate"]["message"]
+    assert "a Map or Set is not JSON" in report["mapData"]["message"]
+    assert "argument 'opts' must be a plain object" in report["dateOpts"]["message"]
+    assert "argument 'job_id'" in report["reservedIdKeys"]["message"]
+    assert {
+        report[k]["name"] for k in ("loneSurrogate", "mapData", "dateOpts", "reservedIdKeys")
+    } == {"ArgumentError"}
+    assert report["oddQueueKeys"] == ["emq:{a$&b}:wait", "emq:{x<job_id>}:7:lock"]
     # What the package did is what the Python wrappers do, byte for byte.
     python_life(r, "py")
     assert snapshot(r, "npm") == snapshot(r, "py")

@@ -140,6 +140,11 @@ def _script_spec(script: Mapping[str, Any]) -> dict[str, object]:
     }
 
 
+def _comment(text: str) -> str:
+    """Text for a /** ... */ comment: one that ends it early is broken up."""
+    return text.replace("*/", "*\\/")
+
+
 def _index_js(manifest: Mapping[str, Any]) -> str:
     runtime = (_TEMPLATES / "runtime.js").read_text("utf-8")
     codes = {entry["name"]: entry["code"] for entry in manifest["codes"]}
@@ -170,7 +175,7 @@ def _index_js(manifest: Mapping[str, Any]) -> str:
     for script in manifest["scripts"]:
         name = script["name"]
         lines += [
-            f"/** {script['summary']} */",
+            f"/** {_comment(script['summary'])} */",
             f"export function {name}(redis, args) {{",
             f"  return runScript(CONTEXT, {json.dumps(name)}, redis, args);",
             "}",
@@ -194,7 +199,7 @@ def _arg_type(spec: Mapping[str, Any]) -> str:
     if kind == "bool":
         return "boolean"
     if kind == "json":
-        return "{ readonly [key: string]: unknown }" if spec.get("form") else "unknown"
+        return "object" if spec.get("form") else "unknown"  # object: an interface's values fit
     if kind in ("bytes", "msgpack"):
         return "Uint8Array"
     return "string"
@@ -300,12 +305,12 @@ def _script_d_ts(script: Mapping[str, Any]) -> list[str]:
     for arg, spec in zip(script["argv"], args, strict=True):
         optional = "?" if "default" in spec or "role" in spec else ""
         lines += [
-            f"  /** {arg['description']} */",
+            f"  /** {_comment(arg['description'])} */",
             f"  {arg['name']}{optional}: {_arg_type(spec)};",
         ]
     if rest:
         lines += [
-            f"  /** {rest['description']} */",
+            f"  /** {_comment(rest['description'])} */",
             f"  {rest['name']}?: ReadonlyArray<{_arg_type(_arg_spec(rest))}>;",
         ]
     lines += ["}"]
@@ -313,7 +318,7 @@ def _script_d_ts(script: Mapping[str, Any]) -> list[str]:
     reply = _reply_type(_shape_spec(parse_shape(returns["shape"]))) if returns else "unknown"
     ids = " ".join(f"{arg}: string;" for arg in template_args)
     lines += [
-        f"/** {script['summary']} */",
+        f"/** {_comment(script['summary'])} */",
         f"export declare function {name}(redis: Client, args: {title}Args): Promise<{reply}>;",
         f"/** The keys of {name} for `queue`, in KEYS order. */",
         f"export declare function {name}Keys(queue: string"

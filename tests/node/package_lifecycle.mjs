@@ -49,6 +49,21 @@ try {
   } catch (error) {
     report.badId = failure(error);
   }
+  // Mistakes refused before anything is sent, each as the Python wrappers refuse it.
+  const refused = async (label, call) => {
+    try {
+      await call();
+      report[label] = null;
+    } catch (error) {
+      report[label] = failure(error);
+    }
+  };
+  await refused("loneSurrogate", () => emq.updateData(redis, { queue, job_id: "1", data: { a: "\uD800" } }));
+  await refused("mapData", () => emq.updateData(redis, { queue, job_id: "1", data: new Map([["a", 1]]) }));
+  await refused("dateOpts", () => emq.addStandardJob(redis, { queue, name: "n", data: 1, opts: new Date(0) }));
+  await refused("reservedIdKeys", async () => emq.extendLockKeys(queue, { job_id: "wait" }));
+  // A queue name that holds a replacement pattern or a template's placeholder is text as is.
+  report.oddQueueKeys = [emq.getCountsKeys("a$&b")[0], emq.extendLockKeys("x<job_id>", { job_id: "7" })[0]];
 } finally {
   redis.disconnect();
 }

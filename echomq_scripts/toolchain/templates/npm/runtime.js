@@ -113,19 +113,31 @@ function bounds(arg) {
 }
 
 function jsonText(spec, arg, value) {
-  const refused = () => refuse(spec, arg, "JSON (finite numbers, no undefined)", value);
+  const refused = (what) => refuse(spec, arg, what, value);
   let text;
   try {
-    text = JSON.stringify(value, (_, v) => {
-      if (typeof v === "number" && !Number.isFinite(v)) throw refused();
-      if (v === undefined || typeof v === "function" || typeof v === "bigint") throw refused();
+    text = JSON.stringify(value, (key, v) => {
+      if (!wellFormed(key)) throw refused("JSON whose strings UTF-8 can encode (no lone surrogates)");
+      if (typeof v === "string" && !wellFormed(v)) {
+        throw refused("JSON whose strings UTF-8 can encode (no lone surrogates)");
+      }
+      if (typeof v === "number" && !Number.isFinite(v)) throw refused("JSON (finite numbers)");
+      if (v === undefined || typeof v === "function" || typeof v === "bigint" || typeof v === "symbol") {
+        throw refused("JSON (no undefined, functions, bigints or symbols)");
+      }
+      if (v instanceof Map || v instanceof Set) throw refused("JSON (a Map or Set is not JSON)");
       return v;
     });
   } catch (error) {
-    throw error instanceof ArgumentError ? error : refused();
+    throw error instanceof ArgumentError ? error : refused("JSON");
   }
-  if (!wellFormed(text)) throw refuse(spec, arg, "JSON whose strings UTF-8 can encode", value);
   return text;
+}
+
+function plainObject(value) {
+  if (value === null || typeof value !== "object") return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }
 
 // One argument, checked against its header type and encoded as Redis receives it.
@@ -156,8 +168,8 @@ function encode(context, spec, arg, value) {
       if (typeof value !== "boolean") throw refuse(spec, arg, "a boolean", value);
       return value ? "1" : "0";
     case "json":
-      if (arg.form === "object" && (value === null || typeof value !== "object" || Array.isArray(value))) {
-        throw refuse(spec, arg, "an object (a JSON object)", value);
+      if (arg.form === "object" && !plainObject(value)) {
+        throw refuse(spec, arg, "a plain object (a JSON object)", value);
       }
       return jsonText(spec, arg, value);
     default: // bytes, msgpack
@@ -181,11 +193,16 @@ function checkQueue(spec, queue) {
   }
 }
 
+// The keys from the templates, in one pass: `{q}` is the queue's tag, `<name>` the value of that
+// argument, checked as the argument itself is (a job id by the id rule, an enum by its words).
 export function keysFor(context, spec, queue, ids) {
   checkQueue(spec, queue);
   return spec.keys.map((template) =>
-    template.replace("{q}", `{${queue}}`).replace(/<(\w+)>/g, (_, name) => {
+    template.replace(/\{q\}|<(\w+)>/g, (_, name) => {
+      if (name === undefined) return `{${queue}}`;
       const value = ids[name];
+      const arg = spec.args.find((a) => a.name === name);
+      if (arg !== undefined) encode(context, spec, arg, value);
       if (typeof value !== "string" || value === "" || /[{}]/.test(value)) {
         throw new ArgumentError(`${spec.id}: '${name}' must be a non-empty string without '{' or '}'`);
       }
@@ -230,13 +247,18 @@ function decode(shape, reply) {
       if (!Array.isArray(reply) || reply.length % 2) {
         throw new ReplyShapeError(`expected a hash reply, got ${shown(reply)}`);
       }
-      const hash = {};
-      for (let i = 0; i < reply.length; i += 2) hash[String(reply[i])] = String(reply[i + 1]);
-      return hash;
+      // fromEntries makes each field an own property, "__proto__" too.
+      const pairs = [];
+      for (let i = 0; i < reply.length; i += 2) pairs.push([String(reply[i]), String(reply[i + 1])]);
+      return Object.fromEntries(pairs);
     }
     case "json":
       if (typeof reply !== "string") throw new ReplyShapeError(`expected JSON text, got ${shown(reply)}`);
-      return JSON.parse(reply);
+      try {
+        return JSON.parse(reply);
+      } catch {
+        throw new ReplyShapeError(`expected JSON text, got ${shown(reply)}`);
+      }
     default: // string, status
       if (typeof reply !== "string") throw new ReplyShapeError(`expected a string, got ${shown(reply)}`);
       return reply;
@@ -245,9 +267,10 @@ function decode(shape, reply) {
 
 function luaError(spec, error) {
   const message = String(error?.message ?? error);
-  const line = /on @user_script:(\d+)\.|user_script:(\d+):/.exec(message);
+  // Redis 7 ends the message with the line; older servers put it first.
+  const line = /on @user_script:(\d+)\./.exec(message) ?? /user_script:(\d+):/.exec(message);
   if (line === null) return error;
-  return new LuaError(spec.id, Number(line[1] ?? line[2]), message);
+  return new LuaError(spec.id, Number(line[1]), message);
 }
 
 async function send(redis, spec, keys, argv) {
