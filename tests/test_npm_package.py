@@ -13,7 +13,8 @@ from pathlib import Path
 import redis
 
 from echomq_scripts.runtime.codes import ERROR_CODES
-from tests.support.projects import lua_src_bundle
+from tests.support.environment import FIXTURES
+from tests.support.projects import lua_src_bundle, run_build
 from tests.support.redis_server import RedisServer
 from tests.support.scenario import python_life, snapshot
 from tests.test_node_consumer import NODE_DIR, node_binary
@@ -146,3 +147,39 @@ def test_the_package_is_packed_as_npm_packs_and_its_table_is_the_one(tmp_path: P
     assert [(c["code"], c["name"]) for c in manifest["codes"]] == sorted(
         ERROR_CODES.items(), reverse=True
     )
+
+
+def test_scripts_named_as_javascript_reserves_or_at_length_make_a_package_that_loads(
+    tmp_path: Path,
+) -> None:
+    # A JavaScript word, a name the package declares itself, a name whose keys function is
+    # another script's, and a name too long for a ustar header: the package still loads, each
+    # function under its name or with "_" added.
+    source = tmp_path / "lua_src"
+    shutil.copytree(FIXTURES / "projects" / "clean" / "lua_src", source)
+    touch = (source / "touch-3.lua").read_bytes()
+    long_name = "x" * 240
+    for name in ("delete", "runScript", "touchKeys", long_name):
+        (source / f"{name}-3.lua").write_bytes(touch)
+    out = tmp_path / "build"
+    run_build(source, out)
+    (package,) = out.glob("*.tgz")
+    project = installed(tmp_path, package)
+    listed = subprocess.run(
+        [
+            node_binary(),
+            "--input-type=module",
+            "-e",
+            'const m = await import("echomq-scripts");'
+            " console.log(JSON.stringify(Object.keys(m)));",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    exported = set(json.loads(listed.stdout))
+    assert {"delete_", "runScript_", "touch", "touchKeys", "touchKeys_", long_name} <= exported
+    assert {"touchKeysKeys", f"{long_name}Keys", "runScriptKeys", "deleteKeys"} <= exported
+    assert "delete" not in exported

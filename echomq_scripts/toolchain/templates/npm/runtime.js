@@ -1,4 +1,4 @@
-// The runtime every generated script function calls: it checks and encodes the arguments as the
+// The runtime every generated script function of index.js calls: it checks and encodes the arguments as the
 // scripts' headers declare them, builds the keys from the headers' templates, sends EVALSHA (once
 // more as EVAL with the body when Redis answers NOSCRIPT), raises the error class of a failure
 // code, and decodes the reply by the header's shape.
