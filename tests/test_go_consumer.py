@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from echomq_scripts import generated as g
+from echomq_scripts.runtime.codes import ERROR_CODES
 from tests.support.environment import REPO, unavailable
 from tests.support.projects import consumed, lua_src_bundle, run_build
 from tests.support.redis_server import RedisServer
@@ -60,8 +61,10 @@ def test_go_consumes_the_bundle_and_leaves_what_python_leaves(
 ) -> None:
     out = tmp_path / "build"
     bundle = lua_src_bundle(out)
-    steps = consumed([str(consumer), str(bundle), str(redis_server.port), "go"], out)
-    assert steps == {
+    report = consumed([str(consumer), str(bundle), str(redis_server.port), "go"], out)
+    # The closed table as Go holds it, read from the manifest: the one table, name for number.
+    assert report["codes"] == {name: code for code, name in ERROR_CODES.items()}
+    assert report["steps"] == {
         "add": {"jobId": "1", "added": 1},
         "pickup": {"jobId": "1", "name": "email"},
         "heartbeat": 1,
@@ -114,8 +117,8 @@ def test_two_releases_side_by_side_each_runtime_calling_its_own(
     out = tmp_path / "next"
     run_build(source, out)
     (bundle,) = out.glob("*.tar.gz")
-    steps = consumed([str(consumer), str(bundle), str(redis_server.port), "go"], out)
-    assert steps["finish"] == "completed"
+    report = consumed([str(consumer), str(bundle), str(redis_server.port), "go"], out)
+    assert report["steps"]["finish"] == "completed"
     python_life(r, "py")
     scripts = {
         s["name"]: s["sha1"] for s in json.loads((out / "manifest.json").read_bytes())["scripts"]

@@ -34,7 +34,7 @@ def test_node_consumes_the_published_bundle(
     out = tmp_path / "build"
     bundle = lua_src_bundle(out)
     command = [node_binary(), str(NODE_DIR / "consume.mjs"), str(bundle), str(redis_server.port)]
-    steps = consumed(command, out)
+    steps = consumed(command, out)["steps"]
     assert steps["add"] == {"jobId": "1", "added": 1}
     assert steps["pickup"] == {"jobId": "1", "name": "email"}
     assert steps["heartbeat"] == 1

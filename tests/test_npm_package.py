@@ -12,6 +12,7 @@ from pathlib import Path
 
 import redis
 
+from echomq_scripts.generated.errors import BY_CODE
 from echomq_scripts.runtime.codes import ERROR_CODES
 from tests.support.environment import FIXTURES
 from tests.support.projects import lua_src_bundle, run_build
@@ -62,6 +63,10 @@ def test_the_package_runs_the_scenario_through_its_api(
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["version"] == manifest["version"]
+    # The one code table, as the package's enum and its error classes hold it.
+    table = {name: code for code, name in ERROR_CODES.items()}
+    assert report["codes"] == table
+    assert report["classCodes"] == table
     assert report["add"] == {"job_id": "1", "added": 1}
     assert report["pickup"] == {"job_id": "1", "name": "email", "token": "worker:1"}
     assert report["heartbeat"] == 1
@@ -147,6 +152,10 @@ def test_the_package_is_packed_as_npm_packs_and_its_table_is_the_one(tmp_path: P
     assert [(c["code"], c["name"]) for c in manifest["codes"]] == sorted(
         ERROR_CODES.items(), reverse=True
     )
+    # Python's generated classes too: every runtime's names and numbers are the one table's.
+    assert {code: (cls.__name__, cls.code) for code, cls in BY_CODE.items()} == {
+        code: (name, code) for code, name in ERROR_CODES.items()
+    }
 
 
 def test_scripts_named_as_javascript_reserves_or_at_length_make_a_package_that_loads(

@@ -9,7 +9,11 @@ import * as emq from "echomq-scripts";
 
 const [port, queue] = process.argv.slice(2);
 const redis = new Redis({ host: "127.0.0.1", port: Number(port), lazyConnect: true });
-const report = { version: emq.VERSION };
+// The closed table as this runtime holds it: the enum's names (its reverse entries left out),
+// and each error class's code.
+const table = Object.fromEntries(Object.entries(emq.ErrorCode).filter(([name]) => Number.isNaN(Number(name))));
+const classes = Object.fromEntries(Object.keys(table).map((name) => [name, emq[name].code]));
+const report = { version: emq.VERSION, codes: table, classCodes: classes };
 const failure = (error) => ({
   name: error.name,
   code: error.code ?? null,

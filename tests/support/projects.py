@@ -35,16 +35,16 @@ def lua_src_bundle(out: Path) -> Path:
 
 
 def consumed(command: Sequence[str], out: Path) -> dict[str, Any]:
-    """Run another runtime's consumer of the bundle that `out` holds; the steps its JSON report
-    gives, once it says it loaded every script of the manifest with no SHA1 mismatch."""
+    """Run another runtime's consumer of the bundle that `out` holds; its JSON report, once it
+    says it loaded every script of the manifest with no SHA1 mismatch."""
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     manifest = json.loads((out / "manifest.json").read_bytes())
     assert report["scripts"] == len(manifest["scripts"])
     assert report["sha1Mismatches"] == []
-    steps: dict[str, Any] = report["steps"]
-    return steps
+    found: dict[str, Any] = report
+    return found
 
 
 def run_cli_then(project: Path, args: Sequence[str], then: str) -> list[str]:

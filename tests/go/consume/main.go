@@ -185,9 +185,12 @@ func run(bundlePath, port, queue string) (map[string]interface{}, error) {
 	}
 	report["version"] = m.Version
 	rt := &runtime{queue: queue, scripts: map[string]*script{}, codes: map[int64]string{}}
+	table := map[string]int64{}
 	for _, c := range m.Codes {
 		rt.codes[c.Code] = c.Name
+		table[c.Name] = c.Code
 	}
+	report["codes"] = table // the closed table as this runtime holds it
 	mismatches := []string{}
 	for _, s := range m.Scripts {
 		body, found := files[s.File]
