@@ -3,8 +3,8 @@
 Such work is a generator of `Steps`: it yields each call, a wrapper's name and its arguments but
 the client, and is sent the call's reply, or thrown the `ScriptFailed` the call raised; what it
 returns is the work's result. `run` drives it on a redis-py client, `run_async` on a redis.asyncio
-one (each call the wrapper's `_async` form). The Queue's multi-call reads, the job schedulers'
-next run and the Worker's finish are such work.
+one (each call the wrapper's `_async` form). The Queue's walks and multi-call reads, the job
+schedulers' next run and the Worker's finish are such work.
 """
 
 from __future__ import annotations

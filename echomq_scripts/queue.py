@@ -322,39 +322,17 @@ class Queue:
     def remove(self, job_id: str, remove_children: bool = False) -> bool:
         """Remove a job (and with `remove_children` its tree), in calls of at most
         `_BATCH` jobs; False when it, or a job of its tree, is held by a worker."""
-        while True:
-            done = g.remove_job(
-                self.client,
-                queue=self.name,
-                job_id=job_id,
-                remove_children=remove_children,
-                limit=_BATCH,
-            )
-            if done != _GOES_ON:
-                return done == 1
+        return calls.run(self.client, _removing(self.name, job_id, remove_children))
 
     def drain(self, delayed: bool = False) -> int:
         """Remove every waiting job (and with `delayed` the delayed ones), in calls of at most
         `_BATCH`; how many were removed."""
-        removed = 0
-        while True:
-            count = g.drain(self.client, queue=self.name, delayed=delayed, count=_BATCH)
-            removed += count
-            if count < _BATCH:
-                return removed
+        return calls.run(self.client, _draining(self.name, delayed))
 
     def clean(self, state: g.CleanJobsInSetState, grace: int = 0) -> list[str]:
         """Remove the jobs of `state` older than `grace` ms, in calls that read at most
         `_BATCH` entries each; the ids removed."""
-        removed: list[str] = []
-        cursor = 0
-        while True:
-            cursor, ids = g.clean_jobs_in_set(
-                self.client, queue=self.name, state=state, grace=grace, limit=_BATCH, cursor=cursor
-            )
-            removed += ids
-            if cursor == 0:
-                return removed
+        return calls.run(self.client, _cleaning(self.name, state, grace))
 
     def get_dependencies(self, job_id: str) -> Dependencies:
         """The job's children by what became of them (JobNotExist when there is no job)."""
@@ -439,6 +417,40 @@ class Metrics:
     prev_count: int  # the count then
     data: list[int]  # the points asked for
     points: int  # how many points the series holds
+
+
+# The walks (calls.py): each script called again until its walk is over, `_BATCH` jobs a call.
+
+
+def _removing(queue: str, job_id: str, remove_children: bool) -> calls.Steps[bool]:
+    """removeJob-13 until the job (and its tree) is gone (True) or held by a worker (False)."""
+    arguments = {"queue": queue, "job_id": job_id, "remove_children": remove_children}
+    while True:
+        done: int = yield "remove_job", {**arguments, "limit": _BATCH}
+        if done != _GOES_ON:
+            return done == 1
+
+
+def _draining(queue: str, delayed: bool) -> calls.Steps[int]:
+    """drain-5 until a call removes fewer than `_BATCH`; how many were removed."""
+    removed = 0
+    while True:
+        count: int = yield "drain", {"queue": queue, "delayed": delayed, "count": _BATCH}
+        removed += count
+        if count < _BATCH:
+            return removed
+
+
+def _cleaning(queue: str, state: str, grace: int) -> calls.Steps[list[str]]:
+    """cleanJobsInSet-5 until its cursor comes back to 0; the ids removed."""
+    removed: list[str] = []
+    cursor = 0
+    while True:
+        arguments = {"queue": queue, "state": state, "grace": grace, "limit": _BATCH}
+        cursor, ids = yield "clean_jobs_in_set", {**arguments, "cursor": cursor}
+        removed += ids
+        if cursor == 0:
+            return removed
 
 
 def _obliterating(queue: str, force: bool) -> calls.Steps[bool]:
@@ -592,24 +604,10 @@ class AsyncQueue:
         )
 
     async def remove(self, job_id: str, remove_children: bool = False) -> bool:
-        while True:
-            done = await g.remove_job_async(
-                self.client,
-                queue=self.name,
-                job_id=job_id,
-                remove_children=remove_children,
-                limit=_BATCH,
-            )
-            if done != _GOES_ON:
-                return done == 1
+        return await calls.run_async(self.client, _removing(self.name, job_id, remove_children))
 
     async def drain(self, delayed: bool = False) -> int:
-        removed = 0
-        while True:
-            count = await g.drain_async(self.client, queue=self.name, delayed=delayed, count=_BATCH)
-            removed += count
-            if count < _BATCH:
-                return removed
+        return await calls.run_async(self.client, _draining(self.name, delayed))
 
     async def get_job_logs(
         self, job_id: str, start: int = 0, count: int = 1000, asc: bool = True
@@ -635,12 +633,4 @@ class AsyncQueue:
         )
 
     async def clean(self, state: g.CleanJobsInSetState, grace: int = 0) -> list[str]:
-        removed: list[str] = []
-        cursor = 0
-        while True:
-            cursor, ids = await g.clean_jobs_in_set_async(
-                self.client, queue=self.name, state=state, grace=grace, limit=_BATCH, cursor=cursor
-            )
-            removed += ids
-            if cursor == 0:
-                return removed
+        return await calls.run_async(self.client, _cleaning(self.name, state, grace))
