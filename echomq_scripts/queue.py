@@ -494,13 +494,10 @@ class _BulkAdd:
         self.queued: list[Any] = []  # the Pending of each call in `pending`, once on a pipeline
 
     def queue_on(self, pipe: Any) -> None:
-        wrappers: dict[str, Any] = {}  # each wrapper looked up once a pipeline, not once a job
         queued = []
         for index in self.pending:
             call = self.calls[index]
-            wrapper = wrappers.get(call.wrapper)
-            if wrapper is None:
-                wrapper = wrappers[call.wrapper] = getattr(g, f"{call.wrapper}_pipeline")
+            wrapper = getattr(g, f"{call.wrapper}_pipeline")
             try:
                 queued.append(wrapper(pipe, queue=self.queue, **call.arguments))
             except ArgumentError as exc:  # nothing is sent: the pipeline has not run
