@@ -186,7 +186,6 @@ _CHILD_FAILED: _Ended = ("failed", "a child of the job failed", "")
 
 def _finishing(
     settings: WorkerSettings,
-    queue: str,
     job: _HeldJob,
     ended: _Ended,
     failure: Exception | None,
@@ -201,7 +200,7 @@ def _finishing(
     while True:
         arguments = settings.finish(job, ended, not closing(), failure)
         try:
-            return (yield "move_to_finished", {"queue": queue, **arguments})
+            return (yield "move_to_finished", {"queue": job.queue, **arguments})
         except JobPendingChildren:
             try:
                 moved = yield "move_to_waiting_children", job._waiting_children_arguments("")
@@ -414,7 +413,7 @@ class Worker:
 
     def _finish(self, job: ActiveJob, ended: _Ended, failure: Exception | None) -> Any:
         """Drive `_finishing` for `job` on this worker's client."""
-        steps = _finishing(self.settings, self.queue, job, ended, failure, self._closing.is_set)
+        steps = _finishing(self.settings, job, ended, failure, self._closing.is_set)
         return calls.run(self.client, steps, self._send)
 
     # -- the helpers ---------------------------------------------------------------------
@@ -647,7 +646,7 @@ class AsyncWorker:
 
     async def _finish(self, job: AsyncActiveJob, ended: _Ended, failure: Exception | None) -> Any:
         """`Worker._finish`."""
-        steps = _finishing(self.settings, self.queue, job, ended, failure, self._closing.is_set)
+        steps = _finishing(self.settings, job, ended, failure, self._closing.is_set)
         return await calls.run_async(self.client, steps, self._send)
 
     async def _heartbeats(self) -> None:
