@@ -39,12 +39,11 @@ def consumed(command: Sequence[str], out: Path) -> dict[str, Any]:
     says it loaded every script of the manifest with no SHA1 mismatch."""
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads(done.stdout)
+    report: dict[str, Any] = json.loads(done.stdout)
     manifest = json.loads((out / "manifest.json").read_bytes())
     assert report["scripts"] == len(manifest["scripts"])
     assert report["sha1Mismatches"] == []
-    found: dict[str, Any] = report
-    return found
+    return report
 
 
 def run_cli_then(project: Path, args: Sequence[str], then: str) -> list[str]:
