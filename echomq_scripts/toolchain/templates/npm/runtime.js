@@ -194,21 +194,30 @@ function checkQueue(spec, queue) {
 }
 
 // The keys from the templates, in one pass: `{q}` is the queue's tag, `<name>` the value of that
-// argument, checked as the argument itself is (a job id by the id rule, an enum by its words).
-export function keysFor(context, spec, queue, ids) {
+// argument, which may not move the hash tag.
+function fillKeys(spec, queue, ids) {
   checkQueue(spec, queue);
   return spec.keys.map((template) =>
     template.replace(/\{q\}|<(\w+)>/g, (_, name) => {
       if (name === undefined) return `{${queue}}`;
       const value = ids[name];
-      const arg = spec.args.find((a) => a.name === name);
-      if (arg !== undefined) encode(context, spec, arg, value);
       if (typeof value !== "string" || value === "" || /[{}]/.test(value)) {
         throw new ArgumentError(`${spec.id}: '${name}' must be a non-empty string without '{' or '}'`);
       }
       return value;
     }),
   );
+}
+
+// A keys builder's: the ids checked as a call checks its arguments (a job id by the id rule, an
+// enum by its words), then the keys.
+export function keysFor(context, spec, queue, ids) {
+  for (const arg of spec.args) {
+    if (spec.keys.some((template) => template.includes(`<${arg.name}>`))) {
+      encode(context, spec, arg, ids[arg.name]);
+    }
+  }
+  return fillKeys(spec, queue, ids);
 }
 
 // A reply as the header's shape declares it; ReplyShapeError when it does not fit.
@@ -290,7 +299,8 @@ async function send(redis, spec, keys, argv) {
 export async function runScript(context, name, redis, args) {
   const spec = context.specs[name];
   if (args === null || typeof args !== "object") throw new ArgumentError(`${spec.id}: pass an object of arguments`);
-  const known = new Set(["queue", ...spec.args.map((a) => a.name), ...(spec.rest ? [spec.rest.name] : [])]);
+  // The names a call takes, found once a script.
+  const known = (spec.known ??= new Set(["queue", ...spec.args.map((a) => a.name), ...(spec.rest ? [spec.rest.name] : [])]));
   for (const given of Object.keys(args)) {
     if (!known.has(given)) throw new ArgumentError(`${spec.id}: no argument '${given}'`);
   }
@@ -305,7 +315,7 @@ export async function runScript(context, name, redis, args) {
     if (!Array.isArray(rest)) throw new ArgumentError(`${spec.id}: ${spec.rest.name} must be an array`);
     for (const value of rest) argv.push(encode(context, spec, spec.rest, value));
   }
-  const keys = keysFor(context, spec, args.queue, values);
+  const keys = fillKeys(spec, args.queue, values); // the ids are checked: they were encoded
   body(spec); // the first use checks the packaged body against its SHA1, before sending
   const reply = await send(redis, spec, keys, argv);
   if (typeof reply === "number" && spec.codes.includes(reply)) {
